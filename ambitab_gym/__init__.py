@@ -1,0 +1,65 @@
+"""ambitab-gym: conversational task disambiguation over databases as Gymnasium environments.
+
+Importing the package registers the six env ids::
+
+    import gymnasium as gym
+    import ambitab_gym
+
+    env = gym.make("AmbiTab-Bird-v0")
+
+See :class:`ambitab_gym.env.AmbiTabEnv` for the protocol and ``docs/`` for the record format.
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register, registry
+
+from ambitab_gym.actions import STOP, parse_action
+from ambitab_gym.corpora import ENV_IDS, Corpus, load_corpus
+from ambitab_gym.env import PRIVILEGED_INFO_KEYS, AmbiTabEnv
+from ambitab_gym.metrics import question_f1
+from ambitab_gym.oracles import Oracle, canonical_question, deterministic_oracle
+from ambitab_gym.records import Ambiguity, PublicSpec, TaskRecord, VerificationSpec, load_records
+from ambitab_gym.spaces import UnicodeText
+from ambitab_gym.trajectory import PublicView, Trajectory
+from ambitab_gym.verify import Verdict, Verifier
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ENV_IDS",
+    "PRIVILEGED_INFO_KEYS",
+    "STOP",
+    "AmbiTabEnv",
+    "Ambiguity",
+    "Corpus",
+    "Oracle",
+    "PublicSpec",
+    "PublicView",
+    "TaskRecord",
+    "Trajectory",
+    "UnicodeText",
+    "Verdict",
+    "VerificationSpec",
+    "Verifier",
+    "canonical_question",
+    "deterministic_oracle",
+    "load_corpus",
+    "load_records",
+    "parse_action",
+    "question_f1",
+]
+
+
+def _register_envs() -> None:
+    for env_id, corpus in ENV_IDS.items():
+        if env_id not in registry:
+            register(
+                id=env_id,
+                entry_point="ambitab_gym.env:AmbiTabEnv",
+                kwargs={"corpus": corpus},
+                disable_env_checker=False,
+            )
+
+
+_register_envs()

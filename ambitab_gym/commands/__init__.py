@@ -1,0 +1,1 @@
+"""Subcommands of ``ambitab-gym``: one module each, each with ``register(subparsers)``."""

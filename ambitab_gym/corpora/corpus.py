@@ -1,0 +1,349 @@
+"""A corpus: records, databases and a manifest, found by env id, name or folder.
+
+* :class:`Manifest` - the corpus's ``manifest.json``.
+* :class:`Corpus` - records (by split and AVT), databases (built on demand), sandboxed engines,
+  and the agent-visible spec of each record with its schema filled in.
+* :func:`load_corpus` - resolve an env id, a corpus name or a folder; a corpus built into the data
+  home takes precedence over the bundled sample of the same name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ambitab_gym.corpora.home import built_corpora_dir, cache_dir
+from ambitab_gym.records import FORMAT_VERSION, PublicSpec, RecordError, TaskRecord, load_records
+from ambitab_gym.verify.base import Engine, Limits
+from ambitab_gym.verify.sqlite import SQLiteEngine, build_sqlite
+
+__all__ = [
+    "BUNDLED_DIR",
+    "ENV_IDS",
+    "Corpus",
+    "CorpusNotFound",
+    "DatabaseEntry",
+    "Manifest",
+    "available_corpora",
+    "corpus_name",
+    "load_corpus",
+    "register_engine",
+]
+
+logger = logging.getLogger("ambitab_gym")
+
+BUNDLED_DIR = Path(__file__).resolve().parent
+
+#: Gymnasium env id -> corpus name.
+ENV_IDS: dict[str, str] = {
+    "AmbiTab-Bird-v0": "bird",
+    "AmbiTab-EW-Bird-v0": "ew_bird",
+    "AmbiTab-BIRD-Interact-v0": "bird_interact",
+    "AmbiTab-Ambrosia-v0": "ambrosia",
+    "AmbiTab-AmbiQT-v0": "ambiqt",
+    "AmbiTab-TACO-v0": "taco",
+}
+
+
+class CorpusNotFound(LookupError):
+    """No corpus answers to the given env id, name or path."""
+
+
+class DatabaseEntry(BaseModel):
+    """One database of a corpus: a file (``.sql`` script, ``.sqlite`` or ``.duckdb``)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    file: str
+    sha256: str | None = None
+
+
+class RecordsEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    file: str = "records.jsonl"
+    sha256: str | None = None
+
+
+class Manifest(BaseModel):
+    """A corpus's ``manifest.json``."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    name: str
+    env_id: str | None = None
+    version: str = "0.0.0"
+    format_version: int = FORMAT_VERSION
+    description: str = ""
+    oracle: Literal["intent", "knowledge"]
+    engine: Literal["sqlite", "duckdb", "postgres"] = "sqlite"
+    dialect: Literal["sqlite", "postgres", "duckdb"] = "sqlite"
+    databases: dict[str, DatabaseEntry] = Field(default_factory=dict)
+    records: RecordsEntry = RecordsEntry()
+    licence: str = ""
+    provenance: dict = Field(default_factory=dict)
+
+
+# engine kind -> builder(script, path) for databases shipped as SQL scripts
+_BUILDERS: dict[str, Callable[[str, Path], None]] = {"sqlite": build_sqlite}
+# engine kind -> opener(corpus, database name, limits) -> Engine
+_OPENERS: dict[str, Callable[[Corpus, str, Limits | None], Engine]] = {}
+_SUFFIX = {"sqlite": ".sqlite", "duckdb": ".duckdb"}
+
+
+def register_engine(
+    kind: str,
+    opener: Callable[[Corpus, str, Limits | None], Engine],
+    builder: Callable[[str, Path], None] | None = None,
+) -> None:
+    """Make an engine kind available to corpora (used by the DuckDB and PostgreSQL engines)."""
+    _OPENERS[kind] = opener
+    if builder is not None:
+        _BUILDERS[kind] = builder
+
+
+def _open_sqlite(corpus: Corpus, database: str, limits: Limits | None) -> Engine:
+    return SQLiteEngine(corpus.database_file(database, "sqlite"), limits=limits)
+
+
+register_engine("sqlite", _open_sqlite)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class Corpus:
+    """Records, databases and manifest of one corpus folder.
+
+    Args:
+        path: the corpus folder (holds ``manifest.json``).
+        origin: ``bundled``, ``built`` or ``path`` - where it was found.
+        limits: default limits of the engines it opens.
+        engine_override: run every record on this engine kind instead of the record's own
+            (e.g. ``postgres`` for BIRD-Interact when a server is given).
+        options: engine options, e.g. ``{"dsn": "postgresql://..."}`` for PostgreSQL.
+
+    Example:
+        >>> corpus = load_corpus("AmbiTab-Bird-v0")
+        >>> corpus.name, corpus.manifest.oracle
+        ('bird', 'knowledge')
+        >>> len(corpus.split("train")) > 0 and len(corpus.avts) > 0
+        True
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        origin: str = "path",
+        limits: Limits | None = None,
+        engine_override: str | None = None,
+        options: dict | None = None,
+    ) -> None:
+        self.path = Path(path).resolve()
+        self.origin = origin
+        self.limits = limits
+        self.engine_override = engine_override
+        self.options = dict(options or {})
+        manifest_path = self.path / "manifest.json"
+        if not manifest_path.is_file():
+            raise CorpusNotFound(f"{self.path} is not a corpus folder: manifest.json is missing")
+        try:
+            self.manifest = Manifest.model_validate(json.loads(manifest_path.read_text("utf-8")))
+        except (ValidationError, json.JSONDecodeError) as error:
+            raise RecordError(f"{manifest_path}: invalid manifest: {error}") from None
+        self.records: list[TaskRecord] = load_records(self.path / self.manifest.records.file)
+        self._by_id = {r.id: r for r in self.records}
+        self._schemas: dict[str, str] = {}
+        self._public: dict[str, PublicSpec] = {}
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def env_id(self) -> str | None:
+        return self.manifest.env_id
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return f"Corpus({self.name!r}, records={len(self.records)}, origin={self.origin!r})"
+
+    def record(self, record_id: str) -> TaskRecord:
+        """The record with this id."""
+        try:
+            return self._by_id[record_id]
+        except KeyError:
+            raise KeyError(f"corpus {self.name!r} has no record {record_id!r}") from None
+
+    @property
+    def splits(self) -> list[str]:
+        """Split names in first-appearance order."""
+        return list(dict.fromkeys(r.split for r in self.records))
+
+    def split(self, split: str | None) -> list[TaskRecord]:
+        """Records of a split (``None`` or ``"all"``: every record)."""
+        if split is None or (split == "all" and "all" not in self.splits):
+            return list(self.records)
+        chosen = [r for r in self.records if r.split == split]
+        if not chosen:
+            raise ValueError(f"corpus {self.name!r} has no split {split!r}; it has {self.splits}")
+        return chosen
+
+    @cached_property
+    def avts(self) -> dict[str, list[TaskRecord]]:
+        """AVT id -> its records in file order (the first is the default reading)."""
+        out: dict[str, list[TaskRecord]] = {}
+        for record in self.records:
+            out.setdefault(record.avt_id, []).append(record)
+        return out
+
+    def siblings(self, record: TaskRecord) -> list[TaskRecord]:
+        """The records of this record's AVT."""
+        return self.avts[record.avt_id]
+
+    # -- databases ---------------------------------------------------------------------------
+
+    def engine_kind(self, record_kind: str) -> str:
+        return self.engine_override or record_kind
+
+    def database_file(self, database: str, kind: str) -> Path:
+        """A database file for ``kind``, built from the shipped SQL script when needed."""
+        entry = self.manifest.databases.get(database)
+        if entry is None:
+            raise KeyError(f"corpus {self.name!r} has no database {database!r}")
+        source = self.path / entry.file
+        if not source.is_file():
+            raise FileNotFoundError(f"corpus {self.name!r}: database file {source} is missing")
+        if source.suffix != ".sql":
+            return source
+        builder = _BUILDERS.get(kind)
+        if builder is None:
+            raise ValueError(f"no builder for {kind!r} databases; import its engine module first")
+        digest = _sha256(source)[:16]
+        target = cache_dir() / "databases" / self.name / f"{database}-{digest}{_SUFFIX[kind]}"
+        if not target.is_file():
+            builder(source.read_text("utf-8"), target)
+        return target
+
+    def open_engine(self, kind: str, database: str) -> Engine:
+        """A new sandboxed engine for a database (``kind`` may be overridden by the corpus)."""
+        kind = self.engine_kind(kind)
+        if kind not in _OPENERS:
+            _load_engine_module(kind)
+        opener = _OPENERS.get(kind)
+        if opener is None:
+            raise ValueError(f"unknown engine {kind!r}; available: {sorted(_OPENERS)}")
+        return opener(self, database, self.limits)
+
+    def schema_text(self, database: str) -> str:
+        """The ``CREATE`` statements of a database, as the agent sees them."""
+        text = self._schemas.get(database)
+        if text is None:
+            kind = self.engine_kind(self.manifest.engine)
+            engine = self.open_engine(kind, database)
+            try:
+                text = _schema_of(engine, kind)
+            finally:
+                engine.close()
+            self._schemas[database] = text
+        return text
+
+    def public_spec(self, record: TaskRecord) -> PublicSpec:
+        """The record's agent-visible spec, with the schema read from the database if absent."""
+        spec = self._public.get(record.id)
+        if spec is None:
+            spec = record.spec
+            if not spec.schema_text:
+                spec = spec.model_copy(update={"schema_text": self.schema_text(spec.database)})
+            self._public[record.id] = spec
+        return spec
+
+
+def _schema_of(engine: Engine, kind: str) -> str:
+    if kind == "sqlite":
+        query = (
+            "SELECT sql FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        )
+    else:
+        query = (
+            "SELECT sql FROM duckdb_tables() WHERE NOT internal "
+            "UNION ALL SELECT sql FROM duckdb_views() WHERE NOT internal"
+        )
+    if kind == "postgres":
+        return engine.schema_text()  # type: ignore[attr-defined]
+    rows = engine.execute(query, limits=Limits(timeout_s=30.0)).rows
+    return ";\n".join(row[0].strip().rstrip(";") for row in rows) + ";"
+
+
+def _load_engine_module(kind: str) -> None:
+    import importlib
+
+    module = {"duckdb": "ambitab_gym.verify.duckdb", "postgres": "ambitab_gym.verify.postgres"}
+    if kind in module:
+        importlib.import_module(module[kind])
+
+
+def corpus_name(reference: str) -> str:
+    """The corpus name for an env id (``AmbiTab-Bird-v0`` or ``ambitab_gym:AmbiTab-Bird-v0``)."""
+    reference = reference.split(":", 1)[-1]
+    return ENV_IDS.get(reference, reference)
+
+
+def available_corpora() -> dict[str, Path]:
+    """Every corpus available by name: bundled samples, overridden by built corpora."""
+    found: dict[str, Path] = {}
+    for folder in sorted(BUNDLED_DIR.iterdir()):
+        if (folder / "manifest.json").is_file():
+            found[folder.name] = folder
+    built = built_corpora_dir()
+    if built.is_dir():
+        for folder in sorted(built.iterdir()):
+            if (folder / "manifest.json").is_file():
+                found[folder.name] = folder
+    return found
+
+
+def load_corpus(
+    reference: str | Path | Corpus,
+    *,
+    limits: Limits | None = None,
+    engine_override: str | None = None,
+    options: dict | None = None,
+) -> Corpus:
+    """Find and load a corpus.
+
+    Args:
+        reference: an env id (``AmbiTab-Bird-v0``), a corpus name (``bird``) or a corpus folder.
+            A corpus of that name built into the data home wins over the bundled sample.
+        limits, engine_override, options: passed to :class:`Corpus`.
+
+    Raises:
+        CorpusNotFound: listing the corpora that are available.
+    """
+    if isinstance(reference, Corpus):
+        return reference
+    kwargs = {"limits": limits, "engine_override": engine_override, "options": options}
+    path = Path(reference)
+    if path.is_dir() and (path / "manifest.json").is_file():
+        return Corpus(path, origin="path", **kwargs)
+    name = corpus_name(str(reference))
+    built = built_corpora_dir() / name
+    if (built / "manifest.json").is_file():
+        return Corpus(built, origin="built", **kwargs)
+    bundled = BUNDLED_DIR / name
+    if (bundled / "manifest.json").is_file():
+        return Corpus(bundled, origin="bundled", **kwargs)
+    known = sorted(set(available_corpora()) | set(ENV_IDS))
+    raise CorpusNotFound(
+        f"no corpus {str(reference)!r}: give an env id, a corpus name or a corpus folder "
+        f"(available: {', '.join(known)})"
+    )

@@ -1,0 +1,381 @@
+"""The ask-then-solve environment (DESIGN section 5; paper A.2, C.1, D.2).
+
+* :class:`AmbiTabEnv` - one AmbiTab corpus as a Gymnasium environment with text actions.
+
+An episode draws a record (its interpretation stays hidden), shows the public spec, and takes
+questions until the asker stops or the budget runs out. Each question goes to the oracle's
+matcher (credits, recorded in the trajectory only) and responder (the visible answer). On stop the
+env either terminates (``ask_only``), calls its solver and verifies the SQL (``solver``), or waits
+for SQL as the next action (``agent``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ambitab_gym.actions import parse_action, parse_sql_action
+from ambitab_gym.corpora import Corpus, load_corpus
+from ambitab_gym.metrics import REWARDS, RewardFn
+from ambitab_gym.oracles import Oracle, OracleContext, OracleTurn, deterministic_oracle
+from ambitab_gym.policies.base import Solver
+from ambitab_gym.records import TaskRecord
+from ambitab_gym.spaces import UnicodeText
+from ambitab_gym.trajectory import DialogueTurn, PublicView, Trajectory, Turn, render_spec
+from ambitab_gym.verify import Limits, Verifier
+
+__all__ = ["PRIVILEGED_INFO_KEYS", "AmbiTabEnv"]
+
+logger = logging.getLogger("ambitab_gym")
+
+#: Info fields that reveal the hidden interpretation; only present when asked for by name.
+PRIVILEGED_INFO_KEYS = (
+    "record_id",
+    "avt_id",
+    "credits",
+    "ambiguities",
+    "resolutions",
+    "reference_sql",
+    "verdict_detail",
+)
+
+Mode = Literal["ask_only", "solver", "agent"]
+_PHASES = {"ask": 0, "sql": 1, "done": 2}
+
+
+class AmbiTabEnv(gym.Env[dict, str]):
+    """Ask-then-solve over one AmbiTab corpus.
+
+    Observation (a ``Dict``): ``task`` (the public spec as text), ``dialogue`` (the visible
+    questions and answers), ``questions_left`` and ``phase`` (0 asking, 1 writing SQL, 2 done).
+    Action: text - a question, :data:`ambitab_gym.STOP`, or the JSON form
+    ``{"type": "clarification" | "done", "output": ...}``; in the SQL phase, SQL.
+
+    Args:
+        corpus: an env id, corpus name, corpus folder or :class:`Corpus`.
+        split: records of this split only (default: all).
+        record_ids: restrict episodes to these records.
+        oracle: an :class:`Oracle`; default the corpus's deterministic oracle.
+        solver: a :class:`Solver` called on stop; implies ``mode="solver"``.
+        mode: ``ask_only`` (terminate at stop), ``solver`` or ``agent`` (next action is SQL).
+        reward: ``"question_f1"`` (paper eq. 2), ``"outcome"`` (eq. 3) or a callable
+            ``(trajectory, record) -> float``; paid at the end of the episode.
+        budget_slack: a record with m > 0 ambiguities allows m + slack decisions, the last one
+            reserved for stopping (at most m + slack - 1 questions).
+        zero_ambiguity: for m = 0: ``single_decision`` (one decision meant for stopping; a
+            question instead is recorded and ends asking) or ``skip`` (no asking at all).
+        info_keys: privileged info fields to include, by name (see ``PRIVILEGED_INFO_KEYS``).
+        limits: limits of the verifier's engines.
+        max_action_length: the action space's maximum length (longer text is still accepted).
+        render_mode: ``"ansi"`` or None.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import ambitab_gym
+        >>> env = gym.make("AmbiTab-Bird-v0")
+        >>> obs, info = env.reset(seed=0)
+        >>> sorted(obs), info["questions_asked"]
+        (['dialogue', 'phase', 'questions_left', 'task'], 0)
+        >>> obs, reward, terminated, truncated, info = env.step("Which year do you mean?")
+        >>> obs["dialogue"].startswith("Q1: Which year do you mean?")
+        True
+        >>> obs, reward, terminated, truncated, info = env.step(ambitab_gym.STOP)
+        >>> terminated, info["stop_reason"]
+        (True, 'asker')
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        corpus: str | Corpus = "bird",
+        *,
+        split: str | None = None,
+        record_ids: Sequence[str] | None = None,
+        oracle: Oracle | None = None,
+        solver: Solver | None = None,
+        mode: Mode | None = None,
+        reward: str | RewardFn = "question_f1",
+        budget_slack: int = 3,
+        zero_ambiguity: Literal["single_decision", "skip"] = "single_decision",
+        info_keys: Sequence[str] = (),
+        limits: Limits | None = None,
+        max_action_length: int = 4096,
+        render_mode: str | None = None,
+        engine: str | None = None,
+        engine_options: dict | None = None,
+    ) -> None:
+        self.corpus = load_corpus(
+            corpus, limits=limits, engine_override=engine, options=engine_options
+        )
+        records = self.corpus.split(split)
+        if record_ids is not None:
+            wanted = set(record_ids)
+            records = [r for r in records if r.id in wanted]
+            missing = wanted - {r.id for r in records}
+            if missing:
+                raise ValueError(f"records not in corpus {self.corpus.name!r}: {sorted(missing)}")
+        if not records:
+            raise ValueError(f"no records to run in corpus {self.corpus.name!r}")
+        self.records: list[TaskRecord] = records
+        self._index = {r.id: i for i, r in enumerate(records)}
+
+        self.oracle = (
+            oracle if oracle is not None else deterministic_oracle(self.corpus.manifest.oracle)
+        )
+        self.solver = solver
+        if mode is None:
+            mode = "solver" if solver is not None else "ask_only"
+        if mode not in ("ask_only", "solver", "agent"):
+            raise ValueError(f"mode must be 'ask_only', 'solver' or 'agent', not {mode!r}")
+        if mode == "solver" and solver is None:
+            raise ValueError("mode='solver' needs a solver (pass solver=...)")
+        self.mode: Mode = mode
+        if isinstance(reward, str):
+            if reward not in REWARDS:
+                raise ValueError(
+                    f"unknown reward {reward!r}; use one of {sorted(REWARDS)} or a callable"
+                )
+            if reward == "outcome" and mode == "ask_only":
+                raise ValueError("the outcome reward needs SQL: use mode='solver' or mode='agent'")
+            self.reward_name, self.reward_fn = reward, REWARDS[reward]
+        else:
+            self.reward_name, self.reward_fn = getattr(reward, "__name__", "custom"), reward
+        if budget_slack < 1:
+            raise ValueError("budget_slack must be at least 1 (the final decision is the stop)")
+        self.budget_slack = int(budget_slack)
+        if zero_ambiguity not in ("single_decision", "skip"):
+            raise ValueError("zero_ambiguity must be 'single_decision' or 'skip'")
+        self.zero_ambiguity = zero_ambiguity
+        unknown = set(info_keys) - set(PRIVILEGED_INFO_KEYS)
+        if unknown:
+            raise ValueError(
+                f"unknown info keys {sorted(unknown)}; choose from {PRIVILEGED_INFO_KEYS}"
+            )
+        self.info_keys = tuple(info_keys)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.verifier = Verifier(self.corpus.open_engine, limits=limits)
+
+        max_questions = max(self.max_questions(r) for r in records)
+        text = UnicodeText(max_length=1_000_000)
+        self.observation_space = spaces.Dict(
+            {
+                "task": text,
+                "dialogue": text,
+                "questions_left": spaces.Discrete(max_questions + 1),
+                "phase": spaces.Discrete(3),
+            }
+        )
+        self.action_space = UnicodeText(max_length=max_action_length)
+        self.metadata = {
+            **type(self).metadata,
+            "corpus": self.corpus.name,
+            "corpus_path": str(self.corpus.path),
+            "corpus_origin": self.corpus.origin,
+        }
+        logger.info(
+            "ambitab-gym: corpus %r (%s, %d records) from %s",
+            self.corpus.name,
+            self.corpus.origin,
+            len(records),
+            self.corpus.path,
+        )
+
+        self.record: TaskRecord | None = None
+        self.trajectory: Trajectory | None = None
+        self._context: OracleContext | None = None
+        self._phase = "done"
+        self._questions_left = 0
+        self._dialogue: list[DialogueTurn] = []
+        self._dialogue_text = ""
+        self._task_text = ""
+        self._task_texts: dict[str, str] = {}
+
+    # -- budget ----------------------------------------------------------------------------------
+
+    def max_questions(self, record: TaskRecord) -> int:
+        """Questions the record allows: m + slack - 1 when m > 0; for m = 0, 1 or 0 (skip)."""
+        if record.m > 0:
+            return record.m + self.budget_slack - 1
+        return 0 if self.zero_ambiguity == "skip" else 1
+
+    # -- views -----------------------------------------------------------------------------------
+
+    @property
+    def public_view(self) -> PublicView:
+        """What the agent may see now."""
+        if self.record is None:
+            raise RuntimeError("call reset() first")
+        return PublicView(
+            self.corpus.public_spec(self.record),
+            tuple(self._dialogue),
+            self._questions_left,
+            self._phase,
+        )
+
+    def _task(self, record: TaskRecord) -> str:
+        text = self._task_texts.get(record.id)
+        if text is None:
+            text = render_spec(self.corpus.public_spec(record))
+            self._task_texts[record.id] = text
+        return text
+
+    def _observation(self) -> dict[str, Any]:
+        return {
+            "task": self._task_text,
+            "dialogue": self._dialogue_text,
+            "questions_left": np.int64(self._questions_left),
+            "phase": np.int64(_PHASES[self._phase]),
+        }
+
+    def _info(self) -> dict[str, Any]:
+        trajectory = self.trajectory
+        assert trajectory is not None and self.record is not None
+        info: dict[str, Any] = {
+            "questions_asked": len(trajectory.turns),
+            "questions_left": self._questions_left,
+            "phase": self._phase,
+        }
+        if trajectory.stop_reason is not None:
+            info["stop_reason"] = trajectory.stop_reason
+        if trajectory.verdict is not None:
+            info["success"] = trajectory.verdict.success
+            info["verdict_reason"] = trajectory.verdict.reason
+        for key in self.info_keys:
+            info[key] = self._privileged(key)
+        return info
+
+    def _privileged(self, key: str) -> Any:
+        record, trajectory = self.record, self.trajectory
+        assert record is not None and trajectory is not None
+        if key == "record_id":
+            return record.id
+        if key == "avt_id":
+            return record.avt_id
+        if key == "credits":
+            return [sorted(t.credits) for t in trajectory.turns]
+        if key == "ambiguities":
+            return [a.model_dump() for a in record.ambiguities]
+        if key == "resolutions":
+            return {a.id: a.resolution for a in record.ambiguities}
+        if key == "reference_sql":
+            return record.verification.reference_sql
+        if key == "verdict_detail":
+            return None if trajectory.verdict is None else trajectory.verdict.detail
+        raise KeyError(key)
+
+    # -- gymnasium API ---------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start an episode on ``options["record_id"]``, or on a record drawn with the env's RNG."""
+        super().reset(seed=seed)
+        options = options or {}
+        record_id = options.get("record_id")
+        if record_id is not None:
+            if record_id not in self._index:
+                raise ValueError(f"record {record_id!r} is not among this env's records")
+            record = self.records[self._index[record_id]]
+        else:
+            record = self.records[int(self.np_random.integers(len(self.records)))]
+        self.record = record
+        self.trajectory = Trajectory(record.id, record.avt_id, seed=seed)
+        self._context = OracleContext(record)
+        self._dialogue = []
+        self._dialogue_text = ""
+        self._task_text = self._task(record)
+        self._questions_left = self.max_questions(record)
+        self._phase = "ask"
+        return self._observation(), self._info()
+
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        if self.trajectory is None or self._phase == "done":
+            raise RuntimeError("the episode is over: call reset()")
+        if self._phase == "sql":
+            return self._finish(sql=parse_sql_action(action))
+        record = self.record
+        assert record is not None
+        if record.m == 0 and self.zero_ambiguity == "skip":
+            return self._stop("skipped")
+        parsed = parse_action(action)
+        if parsed.kind == "stop":
+            return self._stop("asker")
+        start = time.perf_counter()
+        assert self._context is not None
+        credits, answer = self.oracle.answer(parsed.text, self._context)
+        raw = action if isinstance(action, str) else str(action)
+        self.trajectory.turns.append(Turn(raw, parsed.text, answer, credits))
+        self._context.turns.append(OracleTurn(parsed.text, answer, credits))
+        self.trajectory.timings["oracle_s"] = (
+            self.trajectory.timings.get("oracle_s", 0.0) + time.perf_counter() - start
+        )
+        self._dialogue.append(DialogueTurn(parsed.text, answer))
+        n = len(self._dialogue)
+        self._dialogue_text += f"{'' if n == 1 else chr(10)}Q{n}: {parsed.text}\nA{n}: {answer}"
+        self._questions_left -= 1
+        if self._questions_left <= 0:
+            return self._stop("budget")
+        return self._observation(), 0.0, False, False, self._info()
+
+    def _stop(self, reason: str):
+        assert self.trajectory is not None
+        self.trajectory.stop_reason = reason
+        self._questions_left = 0
+        if self.mode == "agent":
+            self._phase = "sql"
+            return self._observation(), 0.0, False, False, self._info()
+        if self.mode == "solver":
+            assert self.solver is not None
+            start = time.perf_counter()
+            view = PublicView(self.corpus.public_spec(self.record), tuple(self._dialogue), 0, "sql")
+            try:
+                sql = self.solver.solve(view)
+            except Exception as error:  # a broken solver fails the episode, not the loop
+                logger.warning("solver failed: %s: %s", type(error).__name__, error)
+                sql = None
+            self.trajectory.timings["solver_s"] = time.perf_counter() - start
+            return self._finish(sql=sql)
+        return self._finish(sql=None)
+
+    def _finish(self, sql: str | None):
+        trajectory, record = self.trajectory, self.record
+        assert trajectory is not None and record is not None
+        if self.mode != "ask_only":
+            trajectory.sql = sql
+            start = time.perf_counter()
+            trajectory.verdict = self.verifier.verify(record, sql)
+            trajectory.timings["verify_s"] = time.perf_counter() - start
+        reward = float(self.reward_fn(trajectory, record))
+        trajectory.reward = reward
+        self._phase = "done"
+        return self._observation(), reward, True, False, self._info()
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``: the task and the visible dialogue as text."""
+        if self.render_mode != "ansi":
+            return None
+        if self.record is None:
+            return ""
+        lines = [self._task_text, "", self._dialogue_text or "(no questions yet)"]
+        if self.trajectory is not None and self.trajectory.stop_reason:
+            lines.append(f"[asking ended: {self.trajectory.stop_reason}]")
+        if self.trajectory is not None and self.trajectory.verdict is not None:
+            verdict = self.trajectory.verdict
+            lines.append(f"SQL: {self.trajectory.sql}")
+            lines.append(
+                f"Verdict: {'success' if verdict.success else 'failure'} ({verdict.reason})"
+            )
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        self.verifier.close()
+        super().close()

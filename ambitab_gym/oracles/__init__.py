@@ -1,0 +1,28 @@
+"""Oracles: matchers that credit ambiguities and responders that answer (DESIGN section 6)."""
+
+from __future__ import annotations
+
+from ambitab_gym.oracles.base import REFUSAL, Matcher, Oracle, OracleContext, OracleTurn, Responder
+from ambitab_gym.oracles.deterministic import (
+    IntentMatcher,
+    KnowledgeMatcher,
+    ReferenceResponder,
+    canonical_question,
+    deterministic_oracle,
+    evidence_concept,
+)
+
+__all__ = [
+    "REFUSAL",
+    "IntentMatcher",
+    "KnowledgeMatcher",
+    "Matcher",
+    "Oracle",
+    "OracleContext",
+    "OracleTurn",
+    "ReferenceResponder",
+    "Responder",
+    "canonical_question",
+    "deterministic_oracle",
+    "evidence_concept",
+]

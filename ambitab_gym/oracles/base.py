@@ -1,0 +1,91 @@
+"""Oracle protocols: a matcher credits ambiguities, a responder answers.
+
+* :class:`Matcher` - ``match(question, context) -> frozenset of ambiguity ids`` (the credits).
+* :class:`Responder` - ``respond(question, credits, context) -> str`` (the answer text).
+* :class:`Oracle` - a matcher paired with a responder.
+* :class:`OracleContext` - what the oracle may read: the record (privileged) and the dialogue
+  so far, including its own earlier credits.
+
+The oracle is on the privileged side of the trust boundary; nothing here reaches the agent
+except the answer text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ambitab_gym.records import TaskRecord
+
+__all__ = ["REFUSAL", "Matcher", "Oracle", "OracleContext", "OracleTurn", "Responder"]
+
+#: The reply to a question that credits nothing (unmatched or tied).
+REFUSAL = "Sorry, I can't help with that."
+
+
+@dataclass(frozen=True)
+class OracleTurn:
+    """One earlier exchange as the oracle remembers it."""
+
+    question: str
+    answer: str
+    credits: frozenset[str]
+
+
+@dataclass
+class OracleContext:
+    """Everything an oracle may read for the current question.
+
+    Attributes:
+        record: the hidden record (interpretation, ambiguities, reference SQL).
+        turns: the earlier exchanges of this episode, with their credits.
+    """
+
+    record: TaskRecord
+    turns: list[OracleTurn] = field(default_factory=list)
+
+    @property
+    def credited(self) -> frozenset[str]:
+        """Ambiguity ids credited so far in this episode."""
+        out: set[str] = set()
+        for turn in self.turns:
+            out |= turn.credits
+        return frozenset(out)
+
+
+@runtime_checkable
+class Matcher(Protocol):
+    """Decides which registered ambiguities a question targets (the credits)."""
+
+    def match(self, question: str, context: OracleContext) -> frozenset[str]: ...
+
+
+@runtime_checkable
+class Responder(Protocol):
+    """Writes the answer to a question, given the credits the matcher assigned."""
+
+    def respond(self, question: str, credits: frozenset[str], context: OracleContext) -> str: ...
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """An oracle O = (match, resp).
+
+    Example:
+        >>> from ambitab_gym.oracles import IntentMatcher, ReferenceResponder
+        >>> oracle = Oracle(IntentMatcher(), ReferenceResponder())
+        >>> oracle.name
+        'IntentMatcher+ReferenceResponder'
+    """
+
+    matcher: Matcher
+    responder: Responder
+
+    def answer(self, question: str, context: OracleContext) -> tuple[frozenset[str], str]:
+        """Credit the question, then answer it. Returns ``(credits, answer)``."""
+        credits = frozenset(self.matcher.match(question, context))
+        return credits, self.responder.respond(question, credits, context)
+
+    @property
+    def name(self) -> str:
+        return f"{type(self.matcher).__name__}+{type(self.responder).__name__}"

@@ -1,0 +1,144 @@
+"""What an episode leaves behind, split along the trust boundary.
+
+* :class:`DialogueTurn` and :class:`PublicView` - what the agent sees: the public spec, the
+  visible dialogue (questions and answers), the questions left and the phase. A ``PublicView``
+  has no field that could carry ambiguities, resolutions, credits or reference SQL.
+* :class:`Turn` and :class:`Trajectory` - the full record of an episode for evaluation: credits,
+  stop reason, SQL, verdict, reward and timings. Read it from ``env.unwrapped.trajectory``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ambitab_gym.records import PublicSpec
+from ambitab_gym.verify.verifier import Verdict
+
+__all__ = ["STOP_REASONS", "DialogueTurn", "PublicView", "Trajectory", "Turn"]
+
+#: Why the asking phase ended: the asker stopped, the budget ran out, or m = 0 was skipped.
+STOP_REASONS = ("asker", "budget", "skipped")
+
+
+@dataclass(frozen=True)
+class DialogueTurn:
+    """One visible exchange: the asker's question and the oracle's answer."""
+
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class PublicView:
+    """Everything the agent (asker or solver) may read at one point of an episode.
+
+    Example:
+        >>> view = PublicView(PublicSpec(request="List the top earners.", database="hr"),
+        ...                   (DialogueTurn("Top how many?", "Three."),), questions_left=2)
+        >>> print(view.render_dialogue())
+        Q1: Top how many?
+        A1: Three.
+    """
+
+    spec: PublicSpec
+    dialogue: tuple[DialogueTurn, ...] = ()
+    questions_left: int = 0
+    phase: str = "ask"  # "ask", "sql" or "done"
+
+    def render_task(self) -> str:
+        """The public spec as text: request, database, schema, column meanings, knowledge."""
+        return render_spec(self.spec)
+
+    def render_dialogue(self) -> str:
+        """The visible dialogue as ``Q1: ... / A1: ...`` lines."""
+        return "".join(
+            f"Q{i}: {t.question}\nA{i}: {t.answer}\n" for i, t in enumerate(self.dialogue, 1)
+        ).rstrip("\n")
+
+
+def render_spec(spec: PublicSpec) -> str:
+    """Render a public spec as the text the agent reads."""
+    parts = [f"Request: {spec.request}", f"Database: {spec.database}"]
+    if spec.schema_text:
+        parts.append(f"Schema:\n{spec.schema_text}")
+    if spec.column_meanings:
+        meanings = "\n".join(f"- {k}: {v}" for k, v in spec.column_meanings.items())
+        parts.append(f"Column meanings:\n{meanings}")
+    if spec.external_knowledge:
+        knowledge = "\n".join(f"- {k}" for k in spec.external_knowledge)
+        parts.append(f"External knowledge:\n{knowledge}")
+    return "\n\n".join(parts)
+
+
+@dataclass
+class Turn:
+    """One question of an episode as the evaluator sees it.
+
+    Attributes:
+        action: the raw action text the asker emitted.
+        question: the question put to the oracle (the parsed action).
+        answer: the oracle's answer.
+        credits: ambiguity ids the matcher credited (never shown to the agent).
+    """
+
+    action: str
+    question: str
+    answer: str
+    credits: frozenset[str]
+
+
+@dataclass
+class Trajectory:
+    """The full record of an episode (privileged: evaluation only)."""
+
+    record_id: str
+    avt_id: str
+    seed: int | None = None
+    turns: list[Turn] = field(default_factory=list)
+    stop_reason: str | None = None
+    sql: str | None = None
+    verdict: Verdict | None = None
+    reward: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.turns)
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the budget, not the asker, ended the asking phase."""
+        return self.stop_reason == "budget"
+
+    @property
+    def credits(self) -> list[frozenset[str]]:
+        return [t.credits for t in self.turns]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return {
+            "record_id": self.record_id,
+            "avt_id": self.avt_id,
+            "seed": self.seed,
+            "turns": [
+                {
+                    "action": t.action,
+                    "question": t.question,
+                    "answer": t.answer,
+                    "credits": sorted(t.credits),
+                }
+                for t in self.turns
+            ],
+            "stop_reason": self.stop_reason,
+            "sql": self.sql,
+            "verdict": None
+            if self.verdict is None
+            else {
+                "success": self.verdict.success,
+                "reason": self.verdict.reason,
+                "detail": self.verdict.detail,
+                "elapsed_s": self.verdict.elapsed_s,
+            },
+            "reward": self.reward,
+            "timings": dict(self.timings),
+        }

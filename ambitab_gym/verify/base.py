@@ -1,0 +1,70 @@
+"""What every SQL engine of the verifier shares.
+
+* :class:`QueryResult` - column names and rows of one executed query.
+* :class:`QueryError` - a query that was refused or failed, with a category the verdict reports.
+* :class:`Engine` - the protocol: ``execute(sql, timeout_s=..., max_rows=...)`` and ``close()``.
+* :class:`Limits` - time, size and memory limits applied to every submitted query.
+
+Engines run *hostile* SQL: every engine is read-only, runs one statement, enforces a wall-clock
+timeout and a bounded result, and leaves the database files byte-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Engine", "Limits", "QueryError", "QueryResult"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits applied to every query an engine runs.
+
+    Attributes:
+        timeout_s: wall-clock limit for executing and fetching one query.
+        max_rows: a result with more rows fails (``too_many_rows``).
+        max_sql_length: longer SQL text is refused before it reaches the database.
+        memory_limit_mb: engine memory cap where the engine supports one (DuckDB).
+        threads: engine worker threads where the engine supports them (DuckDB).
+    """
+
+    timeout_s: float = 5.0
+    max_rows: int = 100_000
+    max_sql_length: int = 100_000
+    memory_limit_mb: int = 512
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """The columns and rows of an executed query."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+class QueryError(Exception):
+    """A query was refused or failed.
+
+    Attributes:
+        category: one of ``timeout``, ``rejected`` (not a read-only single statement),
+            ``syntax``, ``runtime``, ``too_many_rows``, ``too_large``, ``engine``.
+        message: a human-readable explanation about the submitted SQL.
+    """
+
+    def __init__(self, category: str, message: str) -> None:
+        super().__init__(f"{category}: {message}")
+        self.category = category
+        self.message = message
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A sandboxed, read-only connection to one database."""
+
+    name: str
+
+    def execute(self, sql: str, *, limits: Limits | None = None) -> QueryResult: ...
+
+    def close(self) -> None: ...

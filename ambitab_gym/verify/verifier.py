@@ -1,0 +1,167 @@
+"""The trusted verifier: runs a submitted query and compares it with the cached reference result.
+
+* :class:`Verdict` - success plus a reason for every failure; never carries reference data.
+* :class:`Verifier` - ``verify(record, sql) -> Verdict``; nothing it does raises into the caller.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ambitab_gym.records import TaskRecord
+from ambitab_gym.verify.base import Engine, Limits, QueryError
+from ambitab_gym.verify.compare import normalize_rows, results_match
+
+__all__ = ["EngineOpener", "Verdict", "Verifier"]
+
+#: ``open_engine(engine_kind, database_name) -> Engine``
+EngineOpener = Callable[[str, str], Engine]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of verifying one submission.
+
+    Attributes:
+        success: whether the submission matches the record's interpretation.
+        reason: ``match``, ``mismatch``, ``no_sql``, ``timeout``, ``rejected``, ``syntax``,
+            ``runtime``, ``too_many_rows``, ``too_large``, ``engine`` or ``reference_error``.
+        detail: an explanation about the *submitted* SQL (never about the reference).
+        elapsed_s: time spent executing and comparing the submission.
+    """
+
+    success: bool
+    reason: str
+    detail: str = ""
+    elapsed_s: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.success
+
+
+@dataclass
+class _Reference:
+    rows: list[tuple] | None
+    error: str | None
+
+
+class Verifier:
+    """Executes submissions in a sandboxed engine and compares results with the reference.
+
+    Args:
+        open_engine: returns the engine for ``(engine_kind, database_name)``; engines are cached.
+        limits: limits for submitted queries.
+        reference_timeout_s: time limit for the (trusted) reference queries.
+
+    Example:
+        >>> from ambitab_gym.corpora import load_corpus
+        >>> corpus = load_corpus("bird")
+        >>> verifier = Verifier(corpus.open_engine)
+        >>> record = corpus.records[0]
+        >>> verifier.verify(record, record.verification.reference_sql).reason
+        'match'
+        >>> verifier.verify(record, "DROP TABLE x").reason
+        'rejected'
+    """
+
+    def __init__(
+        self,
+        open_engine: EngineOpener,
+        *,
+        limits: Limits | None = None,
+        reference_timeout_s: float = 60.0,
+    ) -> None:
+        self._open_engine = open_engine
+        self.limits = limits or Limits()
+        self._reference_limits = Limits(
+            timeout_s=reference_timeout_s,
+            max_rows=self.limits.max_rows,
+            max_sql_length=1_000_000,
+            memory_limit_mb=self.limits.memory_limit_mb,
+            threads=self.limits.threads,
+        )
+        self._engines: dict[tuple[str, str], Engine] = {}
+        self._references: dict[str, _Reference] = {}
+
+    def engine(self, kind: str, database: str) -> Engine:
+        """The (cached) engine for a database."""
+        key = (kind, database)
+        engine = self._engines.get(key)
+        if engine is None:
+            engine = self._open_engine(kind, database)
+            self._engines[key] = engine
+        return engine
+
+    def reference_rows(self, record: TaskRecord) -> list[tuple] | None:
+        """The normalized reference result of a record (cached), or None if it fails."""
+        return self._reference(record).rows
+
+    def _reference(self, record: TaskRecord) -> _Reference:
+        cached = self._references.get(record.id)
+        if cached is None:
+            spec = record.verification
+            try:
+                result = self.engine(spec.engine, spec.database).execute(
+                    spec.reference_sql, limits=self._reference_limits
+                )
+                rows = normalize_rows(result.rows, spec.compare.float_decimals)
+                cached = _Reference(rows, None)
+            except QueryError as error:
+                cached = _Reference(None, error.category)
+            except Exception as error:  # engine unavailable, file missing, ...
+                cached = _Reference(None, type(error).__name__)
+            self._references[record.id] = cached
+        return cached
+
+    def execute(self, record: TaskRecord, sql: str):
+        """Run a submission on the record's database (sandboxed). Raises QueryError."""
+        spec = record.verification
+        return self.engine(spec.engine, spec.database).execute(sql, limits=self.limits)
+
+    def verify(self, record: TaskRecord, sql: str | None) -> Verdict:
+        """Verify a submission. Never raises: every failure is a :class:`Verdict`."""
+        start = time.perf_counter()
+        if sql is None or not isinstance(sql, str) or not sql.strip():
+            return Verdict(False, "no_sql", "no SQL was submitted")
+        if record.verification.preprocess_sql or record.verification.cleanup_sql:
+            return Verdict(
+                False,
+                "unsupported",
+                "records that modify the database are not supported by the read-only verifier",
+            )
+        reference = self._reference(record)
+        if reference.rows is None:
+            return Verdict(
+                False,
+                "reference_error",
+                "this record's reference query cannot be executed; the corpus is broken "
+                "(run `ambitab-gym validate` on it)",
+            )
+        try:
+            result = self.execute(record, sql)
+        except QueryError as error:
+            return Verdict(False, error.category, error.message, time.perf_counter() - start)
+        except Exception as error:  # never escape into the env loop
+            return Verdict(
+                False, "engine", f"{type(error).__name__}: {error}", time.perf_counter() - start
+            )
+        ok = results_match(
+            result.rows, reference.rows, record.verification.compare, reference_normalized=True
+        )
+        elapsed = time.perf_counter() - start
+        if ok:
+            return Verdict(True, "match", "", elapsed)
+        return Verdict(
+            False,
+            "mismatch",
+            f"the result ({len(result.rows)} rows) does not answer the request as intended",
+            elapsed,
+        )
+
+    def close(self) -> None:
+        """Close every engine."""
+        for engine in self._engines.values():
+            engine.close()
+        self._engines.clear()
