@@ -86,6 +86,17 @@ class Oracle:
         credits = frozenset(self.matcher.match(question, context))
         return credits, self.responder.respond(question, credits, context)
 
+    async def aanswer(self, question: str, context: OracleContext) -> tuple[frozenset[str], str]:
+        """Async :meth:`answer`: awaits ``amatch``/``arespond`` where the parts define them."""
+        amatch = getattr(self.matcher, "amatch", None)
+        credits = frozenset(
+            await amatch(question, context) if amatch else self.matcher.match(question, context)
+        )
+        arespond = getattr(self.responder, "arespond", None)
+        if arespond:
+            return credits, await arespond(question, credits, context)
+        return credits, self.responder.respond(question, credits, context)
+
     @property
     def name(self) -> str:
         return f"{type(self.matcher).__name__}+{type(self.responder).__name__}"
