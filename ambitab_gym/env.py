@@ -46,6 +46,7 @@ PRIVILEGED_INFO_KEYS = (
 )
 
 Mode = Literal["ask_only", "solver", "agent"]
+_NEEDS_SOLVER = object()  # step-internal marker: asking ended and the solver must run
 _PHASES = {"ask": 0, "sql": 1, "done": 2}
 
 
@@ -298,6 +299,35 @@ class AmbiTabEnv(gym.Env[dict, str]):
         return self._observation(), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        outcome = self._begin_step(action)
+        if isinstance(outcome, str):
+            assert self._context is not None
+            start = time.perf_counter()
+            credits, answer = self.oracle.answer(outcome, self._context)
+            elapsed = time.perf_counter() - start
+            outcome = self._record_turn(action, outcome, credits, answer, elapsed)
+        if outcome is _NEEDS_SOLVER:
+            return self._finish(sql=self._solve_sync())
+        return outcome
+
+    async def astep(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """:meth:`step` for asyncio campaigns: awaits the oracle's and solver's async methods."""
+        outcome = self._begin_step(action)
+        if isinstance(outcome, str):
+            assert self._context is not None
+            start = time.perf_counter()
+            credits, answer = await self.oracle.aanswer(outcome, self._context)
+            elapsed = time.perf_counter() - start
+            outcome = self._record_turn(action, outcome, credits, answer, elapsed)
+        if outcome is _NEEDS_SOLVER:
+            return self._finish(sql=await self._solve_async())
+        return outcome
+
+    # -- step internals (shared by step and astep) ----------------------------------------------
+
+    def _begin_step(self, action: Any):
+        """Everything before the oracle: returns the question text, a step result, or
+        ``_NEEDS_SOLVER``."""
         if self.trajectory is None or self._phase == "done":
             raise RuntimeError("the episode is over: call reset()")
         if self._phase == "sql":
@@ -309,18 +339,19 @@ class AmbiTabEnv(gym.Env[dict, str]):
         parsed = parse_action(action)
         if parsed.kind == "stop":
             return self._stop("asker")
-        start = time.perf_counter()
-        assert self._context is not None
-        credits, answer = self.oracle.answer(parsed.text, self._context)
+        return parsed.text
+
+    def _record_turn(self, action: Any, question: str, credits, answer: str, elapsed: float):
+        """Append a turn; returns the step result (or ``_NEEDS_SOLVER`` at the budget)."""
+        trajectory, context = self.trajectory, self._context
+        assert trajectory is not None and context is not None
         raw = action if isinstance(action, str) else str(action)
-        self.trajectory.turns.append(Turn(raw, parsed.text, answer, credits))
-        self._context.turns.append(OracleTurn(parsed.text, answer, credits))
-        self.trajectory.timings["oracle_s"] = (
-            self.trajectory.timings.get("oracle_s", 0.0) + time.perf_counter() - start
-        )
-        self._dialogue.append(DialogueTurn(parsed.text, answer))
+        trajectory.turns.append(Turn(raw, question, answer, credits))
+        context.turns.append(OracleTurn(question, answer, credits))
+        trajectory.timings["oracle_s"] = trajectory.timings.get("oracle_s", 0.0) + elapsed
+        self._dialogue.append(DialogueTurn(question, answer))
         n = len(self._dialogue)
-        self._dialogue_text += f"{'' if n == 1 else chr(10)}Q{n}: {parsed.text}\nA{n}: {answer}"
+        self._dialogue_text += f"{'' if n == 1 else chr(10)}Q{n}: {question}\nA{n}: {answer}"
         self._questions_left -= 1
         if self._questions_left <= 0:
             return self._stop("budget")
@@ -334,17 +365,42 @@ class AmbiTabEnv(gym.Env[dict, str]):
             self._phase = "sql"
             return self._observation(), 0.0, False, False, self._info()
         if self.mode == "solver":
-            assert self.solver is not None
-            start = time.perf_counter()
-            view = PublicView(self.corpus.public_spec(self.record), tuple(self._dialogue), 0, "sql")
-            try:
-                sql = self.solver.solve(view)
-            except Exception as error:  # a broken solver fails the episode, not the loop
-                logger.warning("solver failed: %s: %s", type(error).__name__, error)
-                sql = None
-            self.trajectory.timings["solver_s"] = time.perf_counter() - start
-            return self._finish(sql=sql)
+            return _NEEDS_SOLVER
         return self._finish(sql=None)
+
+    def _solver_view(self) -> PublicView:
+        assert self.record is not None
+        return PublicView(self.corpus.public_spec(self.record), tuple(self._dialogue), 0, "sql")
+
+    def _solve_sync(self) -> str | None:
+        assert self.solver is not None and self.trajectory is not None
+        start = time.perf_counter()
+        try:
+            return self.solver.solve(self._solver_view())
+        except Exception as error:  # a broken solver fails the episode, not the loop
+            self._solver_error(error)
+            return None
+        finally:
+            self.trajectory.timings["solver_s"] = time.perf_counter() - start
+
+    async def _solve_async(self) -> str | None:
+        assert self.solver is not None and self.trajectory is not None
+        start = time.perf_counter()
+        try:
+            asolve = getattr(self.solver, "asolve", None)
+            if asolve is not None:
+                return await asolve(self._solver_view())
+            return self.solver.solve(self._solver_view())
+        except Exception as error:
+            self._solver_error(error)
+            return None
+        finally:
+            self.trajectory.timings["solver_s"] = time.perf_counter() - start
+
+    def _solver_error(self, error: Exception) -> None:
+        assert self.trajectory is not None
+        self.trajectory.error = getattr(error, "category", None) or type(error).__name__
+        logger.warning("solver failed: %s: %s", type(error).__name__, error)
 
     def _finish(self, sql: str | None):
         trajectory, record = self.trajectory, self.record

@@ -99,6 +99,7 @@ class Trajectory:
     sql: str | None = None
     verdict: Verdict | None = None
     reward: float | None = None
+    error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -140,5 +141,6 @@ class Trajectory:
                 "elapsed_s": self.verdict.elapsed_s,
             },
             "reward": self.reward,
+            "error": self.error,
             "timings": dict(self.timings),
         }

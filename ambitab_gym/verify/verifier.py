@@ -62,7 +62,7 @@ class Verifier:
         >>> record = corpus.records[0]
         >>> verifier.verify(record, record.verification.reference_sql).reason
         'match'
-        >>> verifier.verify(record, "DROP TABLE x").reason
+        >>> verifier.verify(record, "PRAGMA user_version = 3").reason
         'rejected'
     """
 
