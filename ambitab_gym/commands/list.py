@@ -1,0 +1,129 @@
+"""``ambitab-gym list [--json]``: every available corpus with the counts of paper Table 4.
+
+Bundled samples and corpora built into the data home are both listed; a built corpus shadows
+the bundled sample of the same name (``load_corpus`` and ``gym.make`` pick the built one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ambitab_gym.corpora import BUNDLED_DIR, Corpus, available_corpora, built_corpora_dir
+from ambitab_gym.corpora.stats import corpus_stats
+
+__all__ = ["COLUMNS", "corpus_entries", "format_table", "register", "run"]
+
+#: (JSON key, table heading) of the per-split columns, in Table 4 order plus AVTs.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("records", "records"),
+    ("databases", "DBs"),
+    ("records_with_ambiguities", "with amb."),
+    ("ambiguities", "ambiguities"),
+    ("avts", "AVTs"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``list`` subcommand."""
+    parser = subparsers.add_parser(
+        "list",
+        help="list the available corpora with their sizes per split",
+        description="List every corpus: bundled samples and corpora built into the data home "
+        "(a built corpus shadows the bundled one of the same name). Per split: records, "
+        "databases, records with ambiguities, ambiguities (critical + knowledge) and AVTs.",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON array (the last line of output)"
+    )
+    parser.set_defaults(func=run)
+
+
+def _folders() -> list[tuple[Path, str]]:
+    found: list[tuple[Path, str]] = []
+    for root, origin in ((BUNDLED_DIR, "bundled"), (built_corpora_dir(), "built")):
+        if root.is_dir():
+            for folder in sorted(root.iterdir()):
+                if (folder / "manifest.json").is_file():
+                    found.append((folder, origin))
+    return found
+
+
+def corpus_entries() -> list[dict]:
+    """One dict per corpus folder: name, env id, origin, whether it is the one loaded by name,
+    path, oracle, engine, version and per-split counts (or the error that stops it loading).
+
+    Returns:
+        The entries, bundled ones first, each group by folder name.
+    """
+    active = {path.resolve() for path in available_corpora().values()}
+    entries = []
+    for folder, origin in _folders():
+        entry: dict = {
+            "name": folder.name,
+            "origin": origin,
+            "active": folder.resolve() in active,
+            "path": str(folder),
+        }
+        try:
+            corpus = Corpus(folder, origin=origin)
+        except Exception as error:  # a broken corpus is listed, not fatal
+            entry["error"] = f"{type(error).__name__}: {error}"
+            entries.append(entry)
+            continue
+        manifest = corpus.manifest
+        entry.update(
+            name=corpus.name,
+            env_id=manifest.env_id,
+            version=manifest.version,
+            oracle=manifest.oracle,
+            engine=manifest.engine,
+            splits=[s.as_dict() for s in corpus_stats(corpus)],
+        )
+        entries.append(entry)
+    return entries
+
+
+def format_table(entries: list[dict]) -> str:
+    """The entries as an aligned text table, one row per corpus and split."""
+    head = ["corpus", "env id", "origin", "split", *(title for _, title in COLUMNS)]
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    for entry in entries:
+        origin = entry["origin"] + ("" if entry["active"] else " (shadowed)")
+        if "error" in entry:
+            rows.append([entry["name"], "-", origin, "-", *("-" for _ in COLUMNS)])
+            notes.append(f"{entry['name']} ({entry['path']}): cannot be loaded: {entry['error']}")
+            continue
+        for split in entry["splits"]:
+            values = [str(split[key]) for key, _ in COLUMNS]
+            rows.append([entry["name"], entry["env_id"] or "-", origin, split["split"], *values])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    numeric = range(4, len(head))
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in numeric else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    out = [line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    if notes:
+        out += ["", *notes]
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the corpora as a table or as JSON; returns 0."""
+    entries = corpus_entries()
+    if args.json:
+        print(json.dumps(entries, ensure_ascii=False))
+        return 0
+    if not entries:
+        print("no corpora found", file=sys.stderr)
+        return 0
+    print(format_table(entries))
+    print(f"\nbuilt corpora are read from {built_corpora_dir()}")
+    return 0
