@@ -159,11 +159,11 @@ def leaks_into(secret: str, public: str) -> bool:
 
 def _public_fields(spec: PublicSpec) -> list[tuple[str, str, bool]]:
     """(where, text, holds identifiers) for every agent-visible text of a spec."""
-    fields = [("request", spec.request, False)]
+    fields = [("the request", spec.request, False)]
     if spec.schema_text:
-        fields.append(("schema", spec.schema_text, True))
+        fields.append(("the schema", spec.schema_text, True))
     for column, meaning in spec.column_meanings.items():
-        fields.append((f"column meaning of {column!r}", meaning, False))
+        fields.append((f"the column meaning of {column!r}", meaning, False))
     for number, entry in enumerate(spec.external_knowledge, start=1):
         fields.append((f"external knowledge entry {number}", entry, False))
     return fields
@@ -172,11 +172,11 @@ def _public_fields(spec: PublicSpec) -> list[tuple[str, str, bool]]:
 def _secrets(record: TaskRecord) -> list[tuple[str, str]]:
     out = []
     for a in record.ambiguities:
-        out.append((f"ambiguity {a.id!r}: resolution", a.resolution))
+        out.append((f"resolution of ambiguity {a.id!r}", a.resolution))
         if a.response:
-            out.append((f"ambiguity {a.id!r}: frozen response", a.response))
+            out.append((f"frozen response of ambiguity {a.id!r}", a.response))
         if a.sql_snippet:
-            out.append((f"ambiguity {a.id!r}: sql snippet", a.sql_snippet))
+            out.append((f"sql snippet of ambiguity {a.id!r}", a.sql_snippet))
     out.append(("reference SQL", record.verification.reference_sql))
     return out
 
@@ -412,7 +412,7 @@ def _leak_checks(record: TaskRecord, spec: PublicSpec) -> list[Violation]:
             if single_token and holds_identifiers:
                 continue  # column and table names belong in the schema
             if leaks_into(secret, text):
-                out.append(Violation(record.id, "leak", f"the {what} appears in the {where}"))
+                out.append(Violation(record.id, "leak", f"the {what} appears in {where}"))
                 break
     return out
 
