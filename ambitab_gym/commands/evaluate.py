@@ -1,0 +1,134 @@
+"""``ambitab-gym evaluate``: run the none / asker / full conditions and print paper Table 8."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="evaluate an asker against no and full disambiguation",
+        description="Run the no-disambiguation, evaluated-asker and full-asker conditions over "
+        "a corpus split and seeds; store every episode; print SR, precision, recall and F1.",
+    )
+    parser.add_argument(
+        "env_id", metavar="ENV_ID", help="env id (AmbiTab-Bird-v0), corpus name or folder"
+    )
+    parser.add_argument(
+        "--asker",
+        default="full",
+        help="none, full, full-adv, generic, llm:STRATEGY or module:callable",
+    )
+    parser.add_argument(
+        "--solver", default="interpretation", help="interpretation, llm or module:callable"
+    )
+    parser.add_argument(
+        "--oracle",
+        default="deterministic",
+        help="deterministic, llm, a leaky oracle or module:callable",
+    )
+    parser.add_argument("--seeds", type=int, default=1, help="number of seeds (0..N-1)")
+    parser.add_argument(
+        "--split", default=None, help="a split of the corpus (default: all records)"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N records")
+    parser.add_argument(
+        "--budget-slack", type=int, default=3, help="decisions beyond m (default 3)"
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=Path("ambitab-results.duckdb"),
+        help="DuckDB results file (resumes when it holds the campaign)",
+    )
+    parser.add_argument(
+        "--csv", type=Path, default=None, help="also export this campaign's episodes to CSV"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="episodes in flight (default 1, 64 with an LLM)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object as the last line"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _add_llm_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    try:
+        from ambitab_gym.llm import add_llm_arguments
+    except ImportError:  # the LLM layer is optional at import time
+        return
+    add_llm_arguments(parser)
+
+
+def llm_client_from(args: argparse.Namespace):
+    """The LLM client named by --llm-url/--model, or None."""
+    if not getattr(args, "llm_url", None):
+        return None
+    from ambitab_gym.llm import client_from_args
+
+    return client_from_args(args)
+
+
+def llm_identity(args: argparse.Namespace) -> dict:
+    if not getattr(args, "llm_url", None):
+        return {}
+    keys = ("llm_url", "model", "temperature", "top_p", "no_thinking")
+    return {k: getattr(args, k, None) for k in keys}
+
+
+def run(args: argparse.Namespace) -> int:
+    from ambitab_gym.corpora import CorpusNotFound, load_corpus
+    from ambitab_gym.evaluation import CampaignConfig, ResultsStore, format_table, run_campaign
+
+    try:
+        corpus = load_corpus(args.env_id)
+        config = CampaignConfig(
+            corpus=args.env_id,
+            asker=args.asker,
+            solver=args.solver,
+            oracle=args.oracle,
+            seeds=tuple(range(args.seeds)),
+            split=args.split,
+            budget_slack=args.budget_slack,
+            limit=args.limit,
+            llm=llm_identity(args),
+        )
+        client = llm_client_from(args)
+        concurrency = args.concurrency or (64 if client is not None else 1)
+        with ResultsStore(args.results) as store:
+            summary = run_campaign(
+                config,
+                store,
+                concurrency=concurrency,
+                llm_client=client,
+                progress=not args.no_progress and sys.stderr.isatty(),
+            )
+            if args.csv:
+                count = store.export_csv(args.csv, config.campaign_id)
+                print(f"wrote {count} episodes to {args.csv}", file=sys.stderr)
+    except (CorpusNotFound, ValueError, RuntimeError) as error:
+        print(f"ambitab-gym evaluate: {error}", file=sys.stderr)
+        return 2
+    label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
+    print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
+    print(format_table({label: summary}))
+    print(
+        f"\n{summary.episodes} episodes, {len(config.seeds)} seed(s); results in {args.results} (campaign {config.campaign_id})"
+    )
+    if summary.errors:
+        print("errors: " + ", ".join(f"{k}: {v}" for k, v in sorted(summary.errors.items())))
+    if args.json:
+        print(json.dumps(summary.to_json()))
+    return 0
