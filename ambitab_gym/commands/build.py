@@ -1,0 +1,145 @@
+"""``ambitab-gym build SOURCE --source PATH``: build a full corpus from an upstream release.
+
+* :func:`register` - adds the ``build`` subcommand.
+* :func:`run` - runs it (``args -> exit status``).
+
+The corpus goes to ``<data home>/corpora/<name>`` unless ``--out`` says otherwise, where
+``gym.make`` finds it. With ``--json`` the last line of stdout is one JSON object:
+``{"corpus", "out", "records", "avts", "retained_items", "dropped": {reason: count}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+_EXTRA_HELP = """
+sources and what --source expects:
+  ambiqt         an AmbiQT checkout (benchmark/col-synonyms/*.json); --databases: Spider's database/
+  ew-bird        BIRD's dev/ or train/ folder (dev.json, dev_tables.json, dev_databases/)
+  ambrosia       Ambrosia's ambrosia.csv (databases are built from its db_dump column)
+  taco           TACO's data folder (one folder per database with schema.json and per-query JSON)
+  bird-interact  the BIRD-Interact task JSONL (database folders beside it, or --databases)
+  bird           released AmbiTab-Bird records (JSONL); --databases: BIRD's databases
+
+every dropped item is listed with its reason in <out>/dropped.jsonl.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``build`` subcommand."""
+    from ambitab_gym.convert.builder import SOURCES
+
+    parser = subparsers.add_parser(
+        "build",
+        help="build a full corpus from an upstream dataset",
+        description="Convert an upstream dataset (in its native layout) into an AmbiTab corpus "
+        "folder, validate it and install it in the data home.",
+        epilog=_EXTRA_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "source_name",
+        metavar="SOURCE",
+        choices=sorted(SOURCES),
+        help="upstream dataset: %(choices)s",
+    )
+    parser.add_argument(
+        "--source", required=True, type=Path, metavar="PATH", help="the upstream release"
+    )
+    parser.add_argument(
+        "--databases", type=Path, metavar="PATH", help="folder of the upstream databases"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="PATH",
+        help="corpus folder (default: <data home>/corpora/<name>, used by gym.make)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (last line)")
+    parser.add_argument(
+        "--llm-url", metavar="URL", help="OpenAI-compatible endpoint for the model-based hooks"
+    )
+    parser.add_argument("--model", metavar="NAME", help="model name for --llm-url")
+    parser.add_argument(
+        "--responses",
+        type=Path,
+        metavar="PATH",
+        help="bird-interact: frozen response catalog (JSON/JSONL)",
+    )
+    parser.add_argument(
+        "--ground-truth",
+        type=Path,
+        metavar="PATH",
+        help="bird-interact: solutions withheld from the public task file (JSONL by instance_id)",
+    )
+    parser.add_argument(
+        "--keep-management",
+        action="store_true",
+        help="bird-interact: keep Management tasks (they write to the database)",
+    )
+    parser.add_argument(
+        "--dialect",
+        choices=["auto", "postgres", "sqlite"],
+        default="auto",
+        help="bird-interact: SQL dialect of the tasks (default: auto)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a build; returns 0 on success, 1 when it failed or did not validate."""
+    from ambitab_gym.convert.builder import BuildReport, build_corpus, corpus_for_source
+    from ambitab_gym.convert.common import BuildError, BuildOptions
+
+    if bool(args.llm_url) != bool(args.model):
+        print("error: --llm-url and --model go together", file=sys.stderr)
+        return 2
+    options = BuildOptions(
+        source=args.source,
+        databases=args.databases,
+        seed=args.seed,
+        show_progress=sys.stderr.isatty() and not args.json,
+        llm_url=args.llm_url,
+        model=args.model,
+        responses=args.responses,
+        extra={
+            "ground_truth": args.ground_truth,
+            "keep_management": args.keep_management,
+            "dialect": args.dialect,
+        },
+    )
+    corpus = corpus_for_source(args.source_name)
+    try:
+        report = build_corpus(args.source_name, options, out=args.out)
+    except BuildError as error:
+        report = BuildReport(corpus, None, 0, 0, 0, {}, error=str(error))
+    _print(report, as_json=args.json)
+    return 0 if report.ok else 1
+
+
+def _print(report, *, as_json: bool) -> None:
+    if report.ok:
+        lines = [
+            f"built {report.corpus}: {report.records} records, {report.avts} AVTs "
+            f"from {report.retained_items} retained items -> {report.out}"
+        ]
+        for reason, count in sorted(report.dropped.items()):
+            lines.append(f"  dropped {count:>6}  {reason}")
+        print("\n".join(lines), file=sys.stderr if as_json else sys.stdout)
+    else:
+        print(f"error: {report.error}", file=sys.stderr)
+        for violation in report.violations[:20]:
+            print(
+                f"  {violation['record_id']}: {violation['check']}: {violation['message']}",
+                file=sys.stderr,
+            )
+        if len(report.violations) > 20:
+            print(f"  ... and {len(report.violations) - 20} more", file=sys.stderr)
+    if as_json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False))
