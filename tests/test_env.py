@@ -191,7 +191,9 @@ def test_outcome_reward_needs_sql():
 
 
 def test_custom_reward_callable():
-    env = gym.make("AmbiTab-Bird-v0", reward=lambda trajectory, record: 0.25 + trajectory.n_questions)
+    env = gym.make(
+        "AmbiTab-Bird-v0", reward=lambda trajectory, record: 0.25 + trajectory.n_questions
+    )
     env.reset(seed=0)
     env.step("Anything?")
     _, reward, terminated, *_ = env.step(STOP)
@@ -218,7 +220,9 @@ def test_trajectory_is_readable_from_unwrapped_env():
     env.step(STOP)
     trajectory = env.unwrapped.trajectory
     assert trajectory.record_id == record.id and trajectory.stop_reason == "asker"
-    assert trajectory.turns[0].question == "Please elaborate." and trajectory.turns[0].credits == set()
+    assert (
+        trajectory.turns[0].question == "Please elaborate." and trajectory.turns[0].credits == set()
+    )
     assert trajectory.turns[0].answer == ambitab_gym.oracles.REFUSAL
     assert trajectory.to_dict()["turns"][0]["credits"] == []
 

@@ -117,4 +117,6 @@ def test_public_view_cannot_carry_oracle_fields():
     env.reset(seed=0)
     view = env.unwrapped.public_view
     fields = set(type(view).__dataclass_fields__) | set(type(view.spec).model_fields)
-    assert fields.isdisjoint({"ambiguities", "resolution", "credits", "reference_sql", "verification"})
+    assert fields.isdisjoint(
+        {"ambiguities", "resolution", "credits", "reference_sql", "verification"}
+    )
