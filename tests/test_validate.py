@@ -70,7 +70,7 @@ def found(violations: list[Violation]) -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("name", CORPUS_NAMES)
 def test_bundled_corpus_passes_validation(name):
     assert (BUNDLED_DIR / name / "manifest.json").is_file(), f"bundled corpus {name} is missing"
-    violations = validate_corpus(load_corpus(name))
+    violations = validate_corpus(load_corpus(BUNDLED_DIR / name))
     assert violations == [], "\n".join(str(v) for v in violations)
 
 
