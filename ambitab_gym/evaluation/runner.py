@@ -173,6 +173,8 @@ async def _run(
         queue.put_nowait(item)
     bar = tqdm(total=len(todo), disable=not progress, unit="ep", desc=corpus.name, leave=False)
 
+    campaign_id = config.campaign_id
+
     async def worker() -> None:
         env = make_env()
         askers: dict[str, Any] = {}
@@ -186,7 +188,7 @@ async def _run(
                 if asker is None:
                     asker = askers[condition] = _asker_for(condition, config, corpus, llm_client)
                 row, _ = await play_episode(env, asker, record, seed=seed)
-                row.update(campaign_id=config.campaign_id, condition=condition, seed=seed)
+                row.update(campaign_id=campaign_id, condition=condition, seed=seed)
                 store.add_episode(row)
                 bar.update(1)
         finally:

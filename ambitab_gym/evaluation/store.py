@@ -186,16 +186,21 @@ class ResultsStore:
             self.flush()
 
     def flush(self) -> None:
-        """Write buffered episodes in one transaction (duplicates are ignored)."""
+        """Write buffered episodes in one transaction (duplicates are ignored).
+
+        One multi-row ``INSERT`` per chunk: DuckDB's ``executemany`` costs milliseconds a row.
+        """
         if self._buffer:
-            placeholders = ", ".join("?" for _ in EPISODE_COLUMNS)
+            row = "(" + ", ".join("?" for _ in EPISODE_COLUMNS) + ")"
             self._db.execute("BEGIN TRANSACTION")
             try:
-                self._db.executemany(
-                    f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)}) VALUES ({placeholders}) "
-                    "ON CONFLICT DO NOTHING",
-                    self._buffer,
-                )
+                for start in range(0, len(self._buffer), 512):
+                    chunk = self._buffer[start : start + 512]
+                    self._db.execute(
+                        f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)}) VALUES "
+                        f"{', '.join(row for _ in chunk)} ON CONFLICT DO NOTHING",
+                        [value for values in chunk for value in values],
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
