@@ -1,0 +1,249 @@
+"""LLMs in all three roles, behind any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...).
+
+* :class:`LLMClient` - the async chat-completions client (:mod:`ambitab_gym.llm.client`) and
+  its errors, each with a ``category``.
+* :func:`make_llm_asker` - an :class:`~ambitab_gym.policies.llm.LLMAsker` for a strategy
+  (``direct``, ``checklist-chat``, ``checklist-ledger``).
+* :func:`make_llm_solver` - an :class:`~ambitab_gym.policies.llm.LLMSolver`.
+* :func:`make_llm_oracle` - an :class:`~ambitab_gym.oracles.llm.LLMOracle` with an access
+  policy (``scoped``/``unfiltered``) and the "responder reads the reference SQL" switch.
+* :func:`add_llm_arguments` and :func:`client_from_args` - the command-line options
+  (``--llm-url``, ``--model``, ...) and the client they describe.
+* :func:`parse_llm_spec` - ``llm:checklist-ledger`` -> ``checklist-ledger``.
+
+Prompts live in :mod:`ambitab_gym.llm.prompts`, output parsing in :mod:`ambitab_gym.llm.parsing`
+and a scripted test server in :mod:`ambitab_gym.llm.testing`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from ambitab_gym.llm.client import (
+    CallRecord,
+    ChatResult,
+    LLMClient,
+    LLMConnectionError,
+    LLMContextOverflow,
+    LLMError,
+    LLMHTTPError,
+    LLMMalformedResponse,
+    LLMTimeout,
+    UsageSummary,
+)
+from ambitab_gym.llm.prompts import ASKER_STRATEGIES
+
+if TYPE_CHECKING:
+    from ambitab_gym.corpora import Corpus
+    from ambitab_gym.oracles.llm import LLMOracle
+    from ambitab_gym.policies.llm import LLMAsker, LLMSolver
+
+__all__ = [
+    "ASKER_STRATEGIES",
+    "CallRecord",
+    "ChatResult",
+    "LLMClient",
+    "LLMConnectionError",
+    "LLMContextOverflow",
+    "LLMError",
+    "LLMHTTPError",
+    "LLMMalformedResponse",
+    "LLMTimeout",
+    "UsageSummary",
+    "add_llm_arguments",
+    "client_from_args",
+    "make_llm_asker",
+    "make_llm_oracle",
+    "make_llm_solver",
+    "parse_llm_spec",
+]
+
+
+def make_llm_asker(strategy: str, client: LLMClient, **options: Any) -> LLMAsker:
+    """An LLM asker.
+
+    Args:
+        strategy: ``direct``, ``checklist-chat`` or ``checklist-ledger`` (an ``llm:`` prefix is
+            accepted).
+        client: the LLM client.
+        **options: further :class:`~ambitab_gym.policies.llm.LLMAsker` options
+            (``on_unreadable``, ``max_tokens``, ``temperature``, ``seed``).
+
+    Returns:
+        The asker.
+    """
+    from ambitab_gym.policies.llm import LLMAsker
+
+    return LLMAsker(client, parse_llm_spec(strategy) or "checklist-ledger", **options)
+
+
+def make_llm_solver(client: LLMClient, **options: Any) -> LLMSolver:
+    """An LLM solver.
+
+    Args:
+        client: the LLM client.
+        **options: ``dialect`` (or ``corpus``, whose manifest names the dialect), ``max_tokens``,
+            ``temperature``, ``seed``.
+
+    Returns:
+        The solver.
+    """
+    from ambitab_gym.policies.llm import LLMSolver
+
+    corpus = options.pop("corpus", None)
+    if corpus is not None and "dialect" not in options:
+        if isinstance(corpus, str):
+            from ambitab_gym.corpora import load_corpus
+
+            corpus = load_corpus(corpus)
+        options["dialect"] = corpus.manifest.dialect
+    return LLMSolver(client, **options)
+
+
+def make_llm_oracle(
+    corpus: Corpus | str | None,
+    client: LLMClient,
+    *,
+    policy: str = "scoped",
+    responder_reads_sql: bool | None = None,
+    **options: Any,
+) -> LLMOracle:
+    """An LLM oracle; see :func:`ambitab_gym.oracles.llm.make_llm_oracle` for the options.
+
+    Args:
+        corpus: the corpus (or its name), or None.
+        client: the LLM client.
+        policy: ``scoped`` or ``unfiltered``.
+        responder_reads_sql: the responder reads the reference SQL (default: the policy's).
+
+    Returns:
+        The oracle.
+    """
+    from ambitab_gym.oracles.llm import make_llm_oracle as build
+
+    return build(corpus, client, policy=policy, responder_reads_sql=responder_reads_sql, **options)
+
+
+def parse_llm_spec(spec: str) -> str | None:
+    """The strategy in an ``llm`` or ``llm:<strategy>`` spec; None when there is none.
+
+    >>> parse_llm_spec("llm:checklist-chat"), parse_llm_spec("llm"), parse_llm_spec("direct")
+    ('checklist-chat', None, 'direct')
+    """
+    spec = spec.strip()
+    if spec == "llm":
+        return None
+    if spec.startswith("llm:"):
+        spec = spec[4:]
+    if spec not in ASKER_STRATEGIES:
+        raise ValueError(
+            f"unknown LLM asking strategy {spec!r}; use llm:{' / llm:'.join(ASKER_STRATEGIES)}"
+        )
+    return spec
+
+
+def _flag(prefix: str, name: str) -> str:
+    return f"--{prefix}{name}"
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
+    """Add the LLM server options to a command-line parser.
+
+    Args:
+        parser: the parser (or an argument group).
+        prefix: e.g. ``oracle-`` for a second server (``--oracle-llm-url``, ``--oracle-model``,
+            ...); unset prefixed options fall back to the unprefixed ones.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_llm_arguments(parser)
+        >>> args = parser.parse_args(["--llm-url", "http://127.0.0.1:8000/v1", "--model", "m",
+        ...                           "--no-thinking"])
+        >>> client = client_from_args(args)
+        >>> client.model, client.disable_thinking, client.concurrency
+        ('m', True, 16)
+    """
+    fallback = bool(prefix)
+    title = f"LLM server ({prefix.rstrip('-')})" if prefix else "LLM server"
+    group = parser.add_argument_group(title)
+    group.add_argument(
+        _flag(prefix, "llm-url"),
+        default=None,
+        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1",
+    )
+    group.add_argument(_flag(prefix, "model"), default=None, help="model name the server serves")
+    group.add_argument(
+        _flag(prefix, "api-key-env"),
+        default=None if fallback else "OPENAI_API_KEY",
+        help="environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    group.add_argument(
+        _flag(prefix, "concurrency"),
+        type=int,
+        default=None if fallback else 16,
+        help="requests in flight at once (default 16)",
+    )
+    group.add_argument(
+        _flag(prefix, "llm-timeout"),
+        type=float,
+        default=None if fallback else 120.0,
+        help="seconds one request may take (default 120)",
+    )
+    group.add_argument(
+        _flag(prefix, "llm-retries"),
+        type=int,
+        default=None if fallback else 3,
+        help="retries after a timeout, lost connection, 429 or 5xx (default 3)",
+    )
+    group.add_argument(_flag(prefix, "temperature"), type=float, default=None)
+    group.add_argument(_flag(prefix, "top-p"), type=float, default=None)
+    group.add_argument(
+        _flag(prefix, "no-thinking"),
+        action="store_true",
+        default=None if fallback else False,
+        help="disable thinking (chat_template_kwargs enable_thinking=false)",
+    )
+
+
+def client_from_args(args: argparse.Namespace, *, prefix: str = "", seed: int | None = None):
+    """The :class:`LLMClient` the options of :func:`add_llm_arguments` describe.
+
+    Args:
+        args: parsed arguments.
+        prefix: the prefix given to :func:`add_llm_arguments`; unset values fall back to the
+            unprefixed options.
+        seed: the sampling seed.
+
+    Returns:
+        A client, or None when no ``--llm-url`` was given.
+
+    Raises:
+        ValueError: a URL without a model.
+    """
+    key = prefix.replace("-", "_")
+
+    def get(name: str) -> Any:
+        value = getattr(args, f"{key}{name}", None)
+        if value is None and key:
+            value = getattr(args, name, None)
+        return value
+
+    url = get("llm_url")
+    if not url:
+        return None
+    model = get("model")
+    if not model:
+        raise ValueError(f"--{prefix}llm-url needs --{prefix}model (the model the server serves)")
+    return LLMClient.from_options(
+        url,
+        model,
+        api_key_env=get("api_key_env") or "OPENAI_API_KEY",
+        concurrency=get("concurrency") or 16,
+        timeout_s=get("llm_timeout") or 120.0,
+        max_retries=3 if get("llm_retries") is None else get("llm_retries"),
+        temperature=get("temperature"),
+        top_p=get("top_p"),
+        seed=seed,
+        disable_thinking=bool(get("no_thinking")),
+    )

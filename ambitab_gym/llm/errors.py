@@ -1,0 +1,74 @@
+"""Errors of LLM calls; each carries a ``category`` that campaigns record on the episode.
+
+* :class:`LLMError` - the base class (``category``, ``status``, ``attempts``).
+* :class:`LLMTimeout` (``timeout``), :class:`LLMConnectionError` (``connection``),
+  :class:`LLMHTTPError` (``http_<status>``), :class:`LLMContextOverflow` (``context_overflow``),
+  :class:`LLMMalformedResponse` (``malformed_output``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LLMConnectionError",
+    "LLMContextOverflow",
+    "LLMError",
+    "LLMHTTPError",
+    "LLMMalformedResponse",
+    "LLMTimeout",
+]
+
+
+class LLMError(RuntimeError):
+    """A failed chat-completions call. ``category`` names the kind of failure.
+
+    Example:
+        >>> LLMHTTPError("server error", status=503).category
+        'http_503'
+    """
+
+    category = "llm_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        category: str | None = None,
+        status: int | None = None,
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message)
+        if category is not None:
+            self.category = category
+        self.status = status
+        self.attempts = attempts
+
+
+class LLMTimeout(LLMError):
+    """No complete answer within the per-attempt timeout (after all retries)."""
+
+    category = "timeout"
+
+
+class LLMConnectionError(LLMError):
+    """The server could not be reached or dropped the connection (after all retries)."""
+
+    category = "connection"
+
+
+class LLMHTTPError(LLMError):
+    """The server answered with an error status; ``category`` is ``http_<status>``."""
+
+    def __init__(self, message: str, *, status: int, attempts: int = 1) -> None:
+        super().__init__(message, category=f"http_{status}", status=status, attempts=attempts)
+
+
+class LLMContextOverflow(LLMError):
+    """The server rejected the prompt as longer than its context window (not retried)."""
+
+    category = "context_overflow"
+
+
+class LLMMalformedResponse(LLMError):
+    """The server answered 200 with a body that is not a chat completion (not retried)."""
+
+    category = "malformed_output"

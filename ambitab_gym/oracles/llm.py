@@ -1,0 +1,346 @@
+"""The two-stage LLM oracle (DESIGN section 6; paper Table 6, Appendix G).
+
+* :func:`sql_segments`, :class:`AccessPolicy`, :class:`NotesBuilder`, :func:`resolve_term` - what
+  each stage may read (defined in :mod:`ambitab_gym.llm.access`, re-exported here): ``scoped`` or
+  ``unfiltered``, the "responder reads the reference SQL" switch, and the reference SQL cut into
+  clause segments with sqlglot.
+* :class:`MatchDecision` - the matcher's route and the credits it implies.
+* :class:`LLMMatcher` - picks ``labeled(term)``, ``unlabeled(sql segment)`` or ``unanswerable()``;
+  unreadable output counts as ``unanswerable()`` and is counted in ``parse_failures``.
+* :class:`LLMResponder` - writes the reply for a route (a refusal for ``unanswerable()``).
+* :class:`LLMOracle` - an :class:`~ambitab_gym.oracles.base.Oracle` that hands the matcher's
+  route (not only its credits) to the responder.
+* :func:`make_llm_oracle` - build one for a corpus and a client.
+
+The matcher and the responder are usable on their own too: ``Oracle(LLMMatcher(...),
+ReferenceResponder())`` is the hybrid oracle (match, resp*), and an :class:`LLMResponder` behind a
+deterministic matcher answers ``labeled`` for credited questions and refuses the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ambitab_gym.llm.access import AccessPolicy, NotesBuilder, resolve_term, sql_segments
+from ambitab_gym.llm.parsing import (
+    MatcherAction,
+    find_json_object,
+    parse_matcher_output,
+    parse_responder_output,
+)
+from ambitab_gym.llm.prompts import matcher_messages, responder_messages
+from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext
+
+if TYPE_CHECKING:
+    from ambitab_gym.corpora import Corpus
+    from ambitab_gym.llm.client import LLMClient
+
+__all__ = [
+    "AccessPolicy",
+    "LLMMatcher",
+    "LLMOracle",
+    "LLMResponder",
+    "MatchDecision",
+    "NotesBuilder",
+    "make_llm_oracle",
+    "resolve_term",
+    "sql_segments",
+]
+
+
+@dataclass(frozen=True)
+class MatchDecision:
+    """The matcher's route for one question.
+
+    Attributes:
+        action: the route (``unanswerable`` when the output was unreadable or named no
+            registered point).
+        credits: the credited ambiguity ids (at most one: single-answer mode).
+        parsed: whether the model's output was readable.
+        raw: the model's reply.
+    """
+
+    action: MatcherAction
+    credits: frozenset[str] = frozenset()
+    parsed: bool = True
+    raw: str = ""
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts: Counter = Counter()
+
+    def add(self, *keys: str) -> None:
+        with self._lock:
+            for key in keys:
+                self.counts[key] += 1
+
+    def get(self, key: str) -> int:
+        with self._lock:
+            return self.counts[key]
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.counts)
+
+
+class LLMMatcher:
+    """The LLM matcher: routes a question to ``labeled``/``unlabeled``/``unanswerable``.
+
+    Args:
+        client: the LLM client.
+        notes: what it may read (see :class:`NotesBuilder`).
+        max_tokens: the reply budget.
+        temperature, seed: sampling overrides for this stage (default: the client's).
+
+    Unreadable replies and labels that name no registered point become ``unanswerable()``;
+    ``parse_failures`` and ``unknown_labels`` count them.
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        notes: NotesBuilder,
+        *,
+        max_tokens: int | None = 256,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.client = client
+        self.notes = notes
+        self.sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        self._stats = _Stats()
+
+    @property
+    def parse_failures(self) -> int:
+        """Replies that could not be read (each counted as ``unanswerable()``)."""
+        return self._stats.get("parse_failures")
+
+    @property
+    def unknown_labels(self) -> int:
+        """``labeled(...)`` routes that named no registered point."""
+        return self._stats.get("unknown_labels")
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Counts of routes, parse failures and unknown labels."""
+        return self._stats.snapshot()
+
+    async def adecide(self, question: str, context: OracleContext) -> MatchDecision:
+        """Route one question (one LLM call)."""
+        messages = matcher_messages(question, self.notes.matcher_notes(context))
+        result = await self.client.achat(messages, tag="oracle:matcher", **self.sampling)
+        action = parse_matcher_output(result.text)
+        if action is None:
+            self._stats.add("decisions", "parse_failures", "unanswerable")
+            return MatchDecision(MatcherAction("unanswerable"), parsed=False, raw=result.raw)
+        credits: frozenset[str] = frozenset()
+        if action.kind == "labeled":
+            ambiguity = resolve_term(action.argument, context.record)
+            if ambiguity is None:
+                self._stats.add("decisions", "unknown_labels", "unanswerable")
+                return MatchDecision(MatcherAction("unanswerable"), raw=result.raw)
+            action = MatcherAction("labeled", ambiguity.term)
+            credits = frozenset({ambiguity.id})
+        self._stats.add("decisions", action.kind)
+        return MatchDecision(action, credits, raw=result.raw)
+
+    async def amatch(self, question: str, context: OracleContext) -> frozenset[str]:
+        """The credits of :meth:`adecide`."""
+        return (await self.adecide(question, context)).credits
+
+    def match(self, question: str, context: OracleContext) -> frozenset[str]:
+        """Blocking :meth:`amatch`."""
+        return self.client.run_sync(self.amatch(question, context))
+
+
+class LLMResponder:
+    """The LLM responder: writes the reply for a matcher route.
+
+    Args:
+        client: the LLM client.
+        notes: what it may read (see :class:`NotesBuilder`).
+        answer_unanswerable: also ask the model to word refusals (default: reply
+            :data:`~ambitab_gym.oracles.base.REFUSAL` without a call).
+        max_tokens, temperature, seed: sampling overrides for this stage.
+
+    A reply that is not the requested JSON is used as plain text (counted in
+    ``parse_failures``); an empty one becomes the refusal.
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        notes: NotesBuilder,
+        *,
+        answer_unanswerable: bool = False,
+        max_tokens: int | None = 256,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.client = client
+        self.notes = notes
+        self.answer_unanswerable = answer_unanswerable
+        self.sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        self._stats = _Stats()
+
+    @property
+    def parse_failures(self) -> int:
+        """Replies that were not the requested JSON."""
+        return self._stats.get("parse_failures")
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return self._stats.snapshot()
+
+    async def areply(self, question: str, decision: MatchDecision, context: OracleContext) -> str:
+        """The answer to a routed question."""
+        action = decision.action
+        if action.kind == "unanswerable" and not self.answer_unanswerable:
+            self._stats.add("refusals")
+            return REFUSAL
+        focus: str | None = None
+        if action.kind == "labeled":
+            for ambiguity in context.record.ambiguities:
+                if ambiguity.id in decision.credits:
+                    focus = ambiguity.response or ambiguity.resolution
+                    break
+        elif action.kind == "unlabeled":
+            focus = action.argument
+        notes = self.notes.responder_notes(context)
+        messages = responder_messages(question, notes, action=action.render(), focus=focus)
+        result = await self.client.achat(messages, tag="oracle:responder", **self.sampling)
+        self._stats.add("replies")
+        answer = parse_responder_output(result.text)
+        if answer is None or find_json_object(result.text) is None:
+            self._stats.add("parse_failures")  # not the requested JSON: plain text is used
+        return answer or REFUSAL
+
+    async def arespond(self, question: str, credits: frozenset[str], context: OracleContext) -> str:
+        """Answer from credits alone: ``labeled`` for the first credited point, else refuse."""
+        for ambiguity in context.record.ambiguities:
+            if ambiguity.id in credits:
+                decision = MatchDecision(
+                    MatcherAction("labeled", ambiguity.term), frozenset({ambiguity.id})
+                )
+                return await self.areply(question, decision, context)
+        return await self.areply(question, MatchDecision(MatcherAction("unanswerable")), context)
+
+    def respond(self, question: str, credits: frozenset[str], context: OracleContext) -> str:
+        """Blocking :meth:`arespond`."""
+        return self.client.run_sync(self.arespond(question, credits, context))
+
+
+@dataclass(frozen=True)
+class LLMOracle(Oracle):
+    """The two-stage LLM oracle: the responder sees the matcher's route, including
+    ``unlabeled`` segments, not only the credits.
+
+    Example:
+        >>> from ambitab_gym.llm import LLMClient
+        >>> from ambitab_gym.llm.testing import ScriptedServer, ScriptRule
+        >>> from ambitab_gym.records import parse_record
+        >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
+        ...     "spec": {"request": "List top customers", "database": "shop"},
+        ...     "ambiguities": [{"id": "top", "term": "top customers",
+        ...                      "resolution": "the five biggest spenders"}],
+        ...     "verification": {"database": "shop", "reference_sql": "SELECT 1"}})
+        >>> rules = [ScriptRule('{"action": "labeled(\\\\"top customers\\\\")"}',
+        ...                     when="route one clarifying question"),
+        ...          ScriptRule('{"answer": "The five who spent most."}')]
+        >>> with ScriptedServer(rules) as server, LLMClient(server.url, "m") as client:
+        ...     oracle = make_llm_oracle(None, client)
+        ...     oracle.answer("Top how many?", OracleContext(record))
+        (frozenset({'top'}), 'The five who spent most.')
+    """
+
+    matcher: LLMMatcher
+    responder: Any = field(default=None)
+    policy: AccessPolicy = field(default_factory=AccessPolicy.scoped)
+
+    async def aanswer(self, question: str, context: OracleContext) -> tuple[frozenset[str], str]:
+        """Route, then answer: ``(credits, answer)``."""
+        decision = await self.matcher.adecide(question, context)
+        areply = getattr(self.responder, "areply", None)
+        if areply is not None:
+            return decision.credits, await areply(question, decision, context)
+        arespond = getattr(self.responder, "arespond", None)
+        if arespond is not None:
+            return decision.credits, await arespond(question, decision.credits, context)
+        return decision.credits, self.responder.respond(question, decision.credits, context)
+
+    def answer(self, question: str, context: OracleContext) -> tuple[frozenset[str], str]:
+        """Blocking :meth:`aanswer` (runs on the matcher's client loop)."""
+        return self.matcher.client.run_sync(self.aanswer(question, context))
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Matcher routes and parse failures, and responder counts (prefixed ``responder_``)."""
+        out = dict(self.matcher.stats)
+        out.setdefault("parse_failures", 0)
+        responder_stats = getattr(self.responder, "stats", {})
+        out.update({f"responder_{k}": v for k, v in responder_stats.items()})
+        return out
+
+    @property
+    def name(self) -> str:
+        return f"LLMOracle[{self.policy.name}{'+sql' if self.policy.responder_sql else ''}]"
+
+
+def make_llm_oracle(
+    corpus: Corpus | str | None,
+    client: LLMClient,
+    *,
+    policy: str | AccessPolicy = "scoped",
+    responder_reads_sql: bool | None = None,
+    matcher_reads_sql: bool | None = None,
+    matcher_reads_dialogue: bool = False,
+    answer_unanswerable: bool = False,
+    responder_client: LLMClient | None = None,
+    max_tokens: int | None = 256,
+    temperature: float | None = None,
+    seed: int | None = None,
+    dialect: str | None = None,
+) -> LLMOracle:
+    """An LLM oracle for a corpus.
+
+    Args:
+        corpus: a :class:`Corpus`, a corpus name or env id, or None (the records' own specs and
+            engines are used).
+        client: the client both stages call.
+        policy: ``scoped``, ``unfiltered`` or an :class:`AccessPolicy`.
+        responder_reads_sql: the responder reads the reference SQL (default: off for scoped, on
+            for unfiltered); ignored when ``policy`` is an :class:`AccessPolicy`.
+        matcher_reads_sql: the matcher reads SQL segments (default: follows the policy).
+        matcher_reads_dialogue: the matcher reads the earlier dialogue (default: only the
+            current question).
+        answer_unanswerable: let the model word refusals instead of the fixed refusal.
+        responder_client: a different client for the responder (default: ``client``).
+        max_tokens, temperature, seed: sampling for both stages (default: the client's).
+        dialect: the SQL dialect for segments (default: the corpus's).
+
+    Returns:
+        The oracle.
+    """
+    if isinstance(corpus, str):
+        from ambitab_gym.corpora import load_corpus
+
+        corpus = load_corpus(corpus)
+    if isinstance(policy, str):
+        policy = AccessPolicy.named(
+            policy,
+            responder_reads_sql=responder_reads_sql,
+            matcher_reads_sql=matcher_reads_sql,
+            matcher_reads_dialogue=matcher_reads_dialogue,
+        )
+    notes = NotesBuilder(policy, corpus, dialect)
+    sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+    matcher = LLMMatcher(client, notes, **sampling)
+    responder = LLMResponder(
+        responder_client or client, notes, answer_unanswerable=answer_unanswerable, **sampling
+    )
+    return LLMOracle(matcher, responder, policy)

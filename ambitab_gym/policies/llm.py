@@ -1,0 +1,227 @@
+"""LLM askers and the LLM solver (paper Section 4.1, Table 9, Appendix G).
+
+* :class:`LLMAsker` - asks one clarifying question per turn with one of the strategies
+  ``direct``, ``checklist-chat`` or ``checklist-ledger``; emits the JSON action form
+  ``{"type": "clarification" | "done", "output": ...}``.
+* :class:`LLMSolver` - writes the final SQL from the request and the visible dialogue.
+
+Both read only a :class:`~ambitab_gym.trajectory.PublicView` (the agent side of the trust
+boundary) and offer an async method (``aact``/``asolve``) for campaigns and a blocking one
+(``act``/``solve``) for plain ``env.step`` loops.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import TYPE_CHECKING, Literal
+
+from ambitab_gym.llm.parsing import extract_sql, parse_asker_output
+from ambitab_gym.llm.prompts import ASKER_STRATEGIES, asker_messages, solver_messages
+from ambitab_gym.trajectory import PublicView
+
+if TYPE_CHECKING:
+    from ambitab_gym.llm.client import LLMClient
+
+__all__ = ["DONE_ACTION", "LLMAsker", "LLMSolver", "clarification_action"]
+
+#: The JSON stop action the LLM asker emits.
+DONE_ACTION = json.dumps({"type": "done", "output": None})
+
+
+def clarification_action(question: str) -> str:
+    """The JSON action for a question.
+
+    >>> clarification_action("Which year?")
+    '{"type": "clarification", "output": "Which year?"}'
+    """
+    return json.dumps({"type": "clarification", "output": question}, ensure_ascii=False)
+
+
+class _Counts:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter = Counter()
+
+    def add(self, *keys: str) -> None:
+        with self._lock:
+            for key in keys:
+                self._counts[key] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
+class LLMAsker:
+    """An asking policy backed by a chat model.
+
+    Args:
+        client: the LLM client.
+        strategy: ``direct``, ``checklist-chat`` or ``checklist-ledger`` (paper Table 9).
+        on_unreadable: what an unreadable reply means: ``stop`` (a fallback stop, the paper's
+            convention), ``raise`` (a ``malformed_output`` error) or ``question`` (the raw text is
+            asked as the question).
+        max_tokens: the reply budget.
+        temperature: sampling override (default: the client's).
+        seed: the sampling seed (default: the client's); :meth:`reset` may set it.
+
+    Counts of questions, stops and fallback stops are in :attr:`stats`.
+
+    Example:
+        >>> from ambitab_gym.llm import LLMClient
+        >>> from ambitab_gym.llm.testing import ScriptedServer, ScriptRule
+        >>> from ambitab_gym.records import PublicSpec
+        >>> view = PublicView(PublicSpec(request="List top customers.", database="shop"),
+        ...                   questions_left=3)
+        >>> rule = ScriptRule('{"type": "clarification", "output": "Top how many?"}')
+        >>> with ScriptedServer([rule]) as server, LLMClient(server.url, "m") as client:
+        ...     LLMAsker(client, "direct").act(view)
+        '{"type": "clarification", "output": "Top how many?"}'
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        strategy: str = "checklist-ledger",
+        *,
+        on_unreadable: Literal["stop", "raise", "question"] = "stop",
+        max_tokens: int | None = 512,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if strategy not in ASKER_STRATEGIES:
+            raise ValueError(
+                f"unknown asking strategy {strategy!r}; choose from {', '.join(ASKER_STRATEGIES)}"
+            )
+        if on_unreadable not in ("stop", "raise", "question"):
+            raise ValueError("on_unreadable must be 'stop', 'raise' or 'question'")
+        self.client = client
+        self.strategy = strategy
+        self.on_unreadable = on_unreadable
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self._counts = _Counts()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """``calls``, ``questions``, ``stops``, ``unreadable`` and ``fallback_stops`` so far."""
+        return self._counts.snapshot()
+
+    def reset(self, *, seed: int | None = None) -> None:
+        """Start an episode; a given seed becomes the sampling seed of later calls."""
+        if seed is not None:
+            self.seed = seed
+
+    async def aact(self, view: PublicView) -> str:
+        """The next action for ``view``: a JSON clarification or the JSON stop.
+
+        Raises:
+            LLMError: the server failed (its ``category`` says how), or the reply was
+                unreadable and ``on_unreadable="raise"``.
+        """
+        if view.phase != "ask" or view.questions_left <= 0:
+            return DONE_ACTION
+        messages = asker_messages(self.strategy, view)
+        result = await self.client.achat(
+            messages,
+            tag=f"asker:{self.strategy}",
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+        )
+        self._counts.add("calls")
+        output = parse_asker_output(result.text)
+        if output.kind == "question":
+            self._counts.add("questions")
+            return clarification_action(output.text)
+        if output.kind == "stop":
+            self._counts.add("stops")
+            return DONE_ACTION
+        self._counts.add("unreadable")
+        if self.on_unreadable == "raise":
+            from ambitab_gym.llm.client import LLMMalformedResponse
+
+            raise LLMMalformedResponse(f"the asker's reply is not an action: {result.text[:200]!r}")
+        if self.on_unreadable == "question" and result.text.strip():
+            self._counts.add("questions")
+            return clarification_action(result.text.strip())
+        self._counts.add("fallback_stops")
+        return DONE_ACTION
+
+    def act(self, view: PublicView) -> str:
+        """Blocking :meth:`aact` (runs on the client's private event loop)."""
+        return self.client.run_sync(self.aact(view))
+
+
+class LLMSolver:
+    """A solution policy backed by a chat model: SQL from the request and the dialogue.
+
+    Args:
+        client: the LLM client.
+        dialect: ``sqlite``, ``postgres`` or ``duckdb`` (worded into the prompt).
+        max_tokens: the reply budget.
+        temperature: sampling override (default: the client's).
+        seed: the sampling seed (default: the client's).
+
+    A reply without recognisable SQL is returned as it is (the verifier then fails it) and
+    counted in ``stats["unreadable"]``.
+
+    Example:
+        >>> from ambitab_gym.llm import LLMClient
+        >>> from ambitab_gym.llm.testing import ScriptedServer, ScriptRule
+        >>> from ambitab_gym.records import PublicSpec
+        >>> view = PublicView(PublicSpec(request="Count staff.", database="hr"), phase="sql")
+        >>> rule = ScriptRule('{"reasoning": "easy", "type": "final_sql", '
+        ...                   '"output": "SELECT COUNT(*) FROM staff"}')
+        >>> with ScriptedServer([rule]) as server, LLMClient(server.url, "m") as client:
+        ...     LLMSolver(client).solve(view)
+        'SELECT COUNT(*) FROM staff'
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        dialect: str = "sqlite",
+        max_tokens: int | None = 1024,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.client = client
+        self.dialect = dialect
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self._counts = _Counts()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """``calls`` and ``unreadable`` replies so far."""
+        return self._counts.snapshot()
+
+    async def asolve(self, view: PublicView) -> str:
+        """The SQL for ``view``.
+
+        Raises:
+            LLMError: the server failed; its ``category`` says how.
+        """
+        result = await self.client.achat(
+            solver_messages(view, dialect=self.dialect),
+            tag="solver",
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+        )
+        self._counts.add("calls")
+        sql = extract_sql(result.text)
+        if sql is None:
+            self._counts.add("unreadable")
+            return result.text.strip()
+        return sql
+
+    def solve(self, view: PublicView) -> str:
+        """Blocking :meth:`asolve`."""
+        return self.client.run_sync(self.asolve(view))
