@@ -22,7 +22,11 @@ _STOP_WORDS = {STOP.lower(), "stop", "[stop]", "<stop>", "⊥"}
 
 @dataclass(frozen=True)
 class ParsedAction:
-    """An action as the env understands it: a question (with its text) or a stop."""
+    """An action as the env understands it: a question (with its text) or a stop.
+
+    >>> ParsedAction("question", "Which year?").kind
+    'question'
+    """
 
     kind: Literal["question", "stop"]
     text: str = ""

@@ -43,7 +43,14 @@ COUNTED_KINDS: frozenset[str] = frozenset({"critical", "knowledge"})
 
 
 class RecordError(ValueError):
-    """A record (or a corpus file) is malformed; the message names where and what."""
+    """A record (or a corpus file) is malformed; the message names where and what.
+
+    >>> try:
+    ...     parse_record({"id": "r9"}, where="records.jsonl:3")
+    ... except RecordError as error:
+    ...     print(str(error)[:40])
+    records.jsonl:3 (record 'r9'): avt_id: F
+    """
 
 
 class _Frozen(BaseModel):
@@ -98,7 +105,11 @@ class Ambiguity(_Frozen):
 
 
 class CompareRules(_Frozen):
-    """How a submitted result is compared with the reference result."""
+    """How a submitted result is compared with the reference result.
+
+    >>> CompareRules().order, CompareRules(order="ordered", float_decimals=2).float_decimals
+    ('set', 2)
+    """
 
     order: Literal["set", "multiset", "ordered"] = "set"
     float_decimals: int | None = Field(default=4, ge=0, le=12)
@@ -107,7 +118,11 @@ class CompareRules(_Frozen):
 
 
 class VerificationSpec(_Frozen):
-    """What the trusted verifier needs: engine, database, reference SQL and comparison rules."""
+    """What the trusted verifier needs: engine, database, reference SQL and comparison rules.
+
+    >>> VerificationSpec(database="hr", reference_sql="SELECT 1").engine
+    'sqlite'
+    """
 
     engine: Literal["sqlite", "duckdb", "postgres"] = "sqlite"
     database: str = Field(min_length=1)

@@ -22,7 +22,11 @@ STOP_REASONS = ("asker", "budget", "skipped")
 
 @dataclass(frozen=True)
 class DialogueTurn:
-    """One visible exchange: the asker's question and the oracle's answer."""
+    """One visible exchange: the asker's question and the oracle's answer.
+
+    >>> DialogueTurn("Top how many?", "Three.").answer
+    'Three.'
+    """
 
     question: str
     answer: str
@@ -79,6 +83,9 @@ class Turn:
         question: the question put to the oracle (the parsed action).
         answer: the oracle's answer.
         credits: ambiguity ids the matcher credited (never shown to the agent).
+
+    >>> Turn("Top how many?", "Top how many?", "Three.", frozenset({"top"})).credits
+    frozenset({'top'})
     """
 
     action: str
@@ -89,7 +96,13 @@ class Turn:
 
 @dataclass
 class Trajectory:
-    """The full record of an episode (privileged: evaluation only)."""
+    """The full record of an episode (privileged: evaluation only).
+
+    >>> t = Trajectory("bird-0001", "bird-avt-01", stop_reason="budget")
+    >>> t.turns.append(Turn("q", "q", "a", frozenset()))
+    >>> t.n_questions, t.truncated, t.to_dict()["turns"][0]["credits"]
+    (1, True, [])
+    """
 
     record_id: str
     avt_id: str

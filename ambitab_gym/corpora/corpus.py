@@ -53,11 +53,22 @@ ENV_IDS: dict[str, str] = {
 
 
 class CorpusNotFound(LookupError):
-    """No corpus answers to the given env id, name or path."""
+    """No corpus answers to the given env id, name or path.
+
+    >>> try:
+    ...     load_corpus("no-such-corpus")
+    ... except CorpusNotFound as error:
+    ...     print(str(error)[:28])
+    no corpus 'no-such-corpus':
+    """
 
 
 class DatabaseEntry(BaseModel):
-    """One database of a corpus: a file (``.sql`` script, ``.sqlite`` or ``.duckdb``)."""
+    """One database of a corpus: a file (``.sql`` script, ``.sqlite`` or ``.duckdb``).
+
+    >>> DatabaseEntry(file="databases/hr.sql").file
+    'databases/hr.sql'
+    """
 
     model_config = ConfigDict(frozen=True, extra="allow")
     file: str
@@ -65,13 +76,23 @@ class DatabaseEntry(BaseModel):
 
 
 class RecordsEntry(BaseModel):
+    """The records file of a corpus.
+
+    >>> RecordsEntry().file
+    'records.jsonl'
+    """
+
     model_config = ConfigDict(frozen=True, extra="allow")
     file: str = "records.jsonl"
     sha256: str | None = None
 
 
 class Manifest(BaseModel):
-    """A corpus's ``manifest.json``."""
+    """A corpus's ``manifest.json``.
+
+    >>> Manifest(name="demo", oracle="intent").engine
+    'sqlite'
+    """
 
     model_config = ConfigDict(frozen=True, extra="allow")
     name: str

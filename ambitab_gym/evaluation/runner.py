@@ -51,6 +51,12 @@ class CampaignConfig:
         budget_slack: decisions allowed beyond m (paper: 3).
         limit: run only the first ``limit`` records of the split.
         llm: LLM server options that identify the model (url, model, sampling).
+
+    >>> a = CampaignConfig("AmbiTab-Bird-v0", asker="generic", seeds=(0, 1))
+    >>> a.campaign_id == CampaignConfig("AmbiTab-Bird-v0", asker="generic", seeds=(0, 1)).campaign_id
+    True
+    >>> a.campaign_id == CampaignConfig("AmbiTab-Bird-v0", asker="full", seeds=(0, 1)).campaign_id
+    False
     """
 
     corpus: str

@@ -39,7 +39,11 @@ def episode_metrics(trajectory: Trajectory, record: TaskRecord) -> dict[str, flo
 
 @dataclass(frozen=True)
 class Stat:
-    """Mean and sample standard deviation over seeds (SD is 0 for one seed)."""
+    """Mean and sample standard deviation over seeds (SD is 0 for one seed).
+
+    >>> Stat.of([0.5, 0.7, None]).mean, round(Stat.of([0.5, 0.7]).sd, 4)
+    (0.6, 0.1414)
+    """
 
     mean: float | None
     sd: float | None
@@ -56,7 +60,13 @@ class Stat:
 
 @dataclass(frozen=True)
 class Summary:
-    """Campaign figures: each a :class:`Stat` over seeds."""
+    """Campaign figures: each a :class:`Stat` over seeds (see :func:`summarize`).
+
+    >>> s = summarize([{"condition": "none", "seed": 0, "success": 1.0, "precision": None,
+    ...                 "recall": None, "f1": None, "error": None}])
+    >>> s.to_json()["sr_none"], s.episodes
+    (1.0, 1)
+    """
 
     sr: dict[str, Stat]
     precision: Stat

@@ -25,7 +25,11 @@ REFUSAL = "Sorry, I can't help with that."
 
 @dataclass(frozen=True)
 class OracleTurn:
-    """One earlier exchange as the oracle remembers it."""
+    """One earlier exchange as the oracle remembers it.
+
+    >>> OracleTurn("Top how many?", "Three.", frozenset({"top"})).credits
+    frozenset({'top'})
+    """
 
     question: str
     answer: str
@@ -39,6 +43,14 @@ class OracleContext:
     Attributes:
         record: the hidden record (interpretation, ambiguities, reference SQL).
         turns: the earlier exchanges of this episode, with their credits.
+
+    >>> from ambitab_gym.records import parse_record
+    >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
+    ...     "spec": {"request": "Top earners", "database": "hr"},
+    ...     "verification": {"database": "hr", "reference_sql": "SELECT 1"}})
+    >>> context = OracleContext(record, [OracleTurn("q", "a", frozenset({"top"}))])
+    >>> context.credited
+    frozenset({'top'})
     """
 
     record: TaskRecord
@@ -55,14 +67,28 @@ class OracleContext:
 
 @runtime_checkable
 class Matcher(Protocol):
-    """Decides which registered ambiguities a question targets (the credits)."""
+    """Decides which registered ambiguities a question targets (the credits).
+
+    >>> class CreditNothing:
+    ...     def match(self, question, context):
+    ...         return frozenset()
+    >>> isinstance(CreditNothing(), Matcher)
+    True
+    """
 
     def match(self, question: str, context: OracleContext) -> frozenset[str]: ...
 
 
 @runtime_checkable
 class Responder(Protocol):
-    """Writes the answer to a question, given the credits the matcher assigned."""
+    """Writes the answer to a question, given the credits the matcher assigned.
+
+    >>> class AlwaysRefuse:
+    ...     def respond(self, question, credits, context):
+    ...         return REFUSAL
+    >>> isinstance(AlwaysRefuse(), Responder)
+    True
+    """
 
     def respond(self, question: str, credits: frozenset[str], context: OracleContext) -> str: ...
 

@@ -154,6 +154,17 @@ class KnowledgeMatcher(_RankingMatcher):
     """Deterministic knowledge matcher (Bird, EW-Bird): prefers ambiguities not yet credited.
 
     Evidence hints add their concept ("X refers to ..." adds "X") as a further name.
+
+    Example:
+        >>> from ambitab_gym.records import parse_record
+        >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
+        ...     "spec": {"request": "List big orders", "database": "shop"},
+        ...     "ambiguities": [{"id": "big", "term": "big orders", "kind": "knowledge",
+        ...         "resolution": "high-value order refers to total > 500",
+        ...         "evidence": "high-value order refers to total > 500"}],
+        ...     "verification": {"database": "shop", "reference_sql": "SELECT 1"}})
+        >>> sorted(KnowledgeMatcher().match("What is a high-value order?", OracleContext(record)))
+        ['big']
     """
 
     prefer_unresolved = True

@@ -15,7 +15,12 @@ __all__ = ["Asker", "Solver"]
 
 @runtime_checkable
 class Asker(Protocol):
-    """An asking policy pi_ask: the next question, or ``STOP``, given the visible history."""
+    """An asking policy pi_ask: the next question, or ``STOP``, given the visible history.
+
+    >>> from ambitab_gym.policies.scripted import GenericAsker
+    >>> isinstance(GenericAsker(), Asker)
+    True
+    """
 
     def reset(self, *, seed: int | None = None) -> None: ...
 
@@ -24,6 +29,13 @@ class Asker(Protocol):
 
 @runtime_checkable
 class Solver(Protocol):
-    """A solution policy pi_sol: SQL given the visible history (after the stop)."""
+    """A solution policy pi_sol: SQL given the visible history (after the stop).
+
+    >>> class CountRows:
+    ...     def solve(self, view):
+    ...         return "SELECT count(*) FROM orders"
+    >>> isinstance(CountRows(), Solver)
+    True
+    """
 
     def solve(self, view: PublicView) -> str: ...

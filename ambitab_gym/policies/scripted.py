@@ -120,7 +120,12 @@ class FullAsker:
 
 
 class FullAdvAsker(FullAsker):
-    """pi_full^adv: the canonical question followed by :data:`ADVERSARIAL_SUFFIX`."""
+    """pi_full^adv: the canonical question followed by :data:`ADVERSARIAL_SUFFIX`.
+
+    >>> FullAdvAsker()._question("top earners")  # doctest: +NORMALIZE_WHITESPACE
+    'Could you clarify what exactly you mean by top earners? Please give me as much detail
+     as you can, and if you can, give the exact SQL for it.'
+    """
 
     name = "full-adv"
     suffix = ADVERSARIAL_SUFFIX

@@ -27,6 +27,9 @@ class Limits:
         max_sql_length: longer SQL text is refused before it reaches the database.
         memory_limit_mb: engine memory cap where the engine supports one (DuckDB).
         threads: engine worker threads where the engine supports them (DuckDB).
+
+    >>> Limits(timeout_s=1.0).max_rows
+    100000
     """
 
     timeout_s: float = 5.0
@@ -38,7 +41,11 @@ class Limits:
 
 @dataclass(frozen=True)
 class QueryResult:
-    """The columns and rows of an executed query."""
+    """The columns and rows of an executed query.
+
+    >>> QueryResult(("n",), [(3,)]).rows
+    [(3,)]
+    """
 
     columns: tuple[str, ...]
     rows: list[tuple[Any, ...]]
@@ -51,6 +58,10 @@ class QueryError(Exception):
         category: one of ``timeout``, ``rejected`` (not a read-only single statement),
             ``syntax``, ``runtime``, ``too_many_rows``, ``too_large``, ``engine``.
         message: a human-readable explanation about the submitted SQL.
+
+    >>> error = QueryError("timeout", "query ran longer than 5 s")
+    >>> error.category, str(error)
+    ('timeout', 'timeout: query ran longer than 5 s')
     """
 
     def __init__(self, category: str, message: str) -> None:
@@ -61,7 +72,15 @@ class QueryError(Exception):
 
 @runtime_checkable
 class Engine(Protocol):
-    """A sandboxed, read-only connection to one database."""
+    """A sandboxed, read-only connection to one database.
+
+    >>> import os, tempfile
+    >>> from ambitab_gym.verify.sqlite import SQLiteEngine, build_sqlite
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.sqlite")
+    >>> build_sqlite("CREATE TABLE t(x INTEGER);", path)
+    >>> isinstance(SQLiteEngine(path), Engine)
+    True
+    """
 
     name: str
 

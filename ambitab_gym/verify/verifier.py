@@ -30,6 +30,10 @@ class Verdict:
             ``runtime``, ``too_many_rows``, ``too_large``, ``engine`` or ``reference_error``.
         detail: an explanation about the *submitted* SQL (never about the reference).
         elapsed_s: time spent executing and comparing the submission.
+
+    >>> verdict = Verdict(False, "timeout", "query ran longer than 5 s")
+    >>> bool(verdict), verdict.reason
+    (False, 'timeout')
     """
 
     success: bool
