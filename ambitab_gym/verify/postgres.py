@@ -1,0 +1,603 @@
+"""The PostgreSQL engine (psycopg 3), sandboxed for untrusted SQL, and a corpus loader.
+
+Every submitted query runs on a pooled connection inside ``BEGIN READ ONLY`` with
+``statement_timeout`` and ``lock_timeout``; it is declared as a server-side cursor through the
+extended query protocol, so the server admits exactly one ``SELECT``/``VALUES`` statement (no
+second statement, no ``SET``, ``COPY``, DDL or data-modifying ``WITH``), and rows are fetched in
+bounded chunks. The transaction is rolled back after every query. The engine refuses to connect
+as a role that could escape a read-only transaction (a superuser, or a member of
+``pg_read_server_files``, ``pg_write_server_files`` or ``pg_execute_server_program``):
+:func:`load_corpus_databases` creates a SELECT-only role for the verifier.
+
+* :class:`PostgresEngine` - one database on a server, through a small connection pool.
+* :func:`load_corpus_databases` - load a corpus's SQL-script databases into a server, one
+  PostgreSQL database per corpus database (named by :func:`database_name`), idempotently.
+* :func:`database_name` - ``<corpus>__<database>``.
+
+Importing this module registers the ``postgres`` engine kind: the opener reads the DSN from
+``corpus.options["dsn"]`` (and, when ``corpus.options["load_dsn"]`` names a privileged
+connection, loads the corpus's databases through it first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import errors, sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ambitab_gym.corpora.corpus import Corpus, register_engine
+from ambitab_gym.verify.base import Limits, QueryError, QueryResult
+
+__all__ = [
+    "MAX_RESULT_BYTES",
+    "PostgresEngine",
+    "database_name",
+    "load_corpus_databases",
+]
+
+#: A result whose text size exceeds this fails with ``too_large``.
+MAX_RESULT_BYTES = 64 * 2**20
+
+_CURSOR = "ambitab_submission"
+_DECLARE = f"DECLARE {_CURSOR} NO SCROLL CURSOR FOR "
+_FIRST_CHUNK = 1_000
+_MAX_CHUNK = 10_000
+_CHUNK_BYTES = 8 * 2**20
+_DANGEROUS_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
+_PRIVILEGE_CHECK = """
+SELECT session_user,
+       coalesce(bool_or(r.rolsuper), false),
+       array_remove(array_agg(r.rolname::text) FILTER (WHERE r.rolname = ANY(%s)), NULL)
+FROM pg_roles r WHERE pg_has_role(session_user, r.oid, 'MEMBER')
+"""
+_LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
+_COMMENT_PREFIX = "ambitab:"
+# First words of statements that are not queries (PostgreSQL's and other dialects' commands).
+_COMMAND_WORDS = (
+    "ABORT ALTER ANALYZE ATTACH BEGIN CALL CHECKPOINT CLOSE CLUSTER COMMENT COMMIT COPY "
+    "CREATE DEALLOCATE DECLARE DELETE DETACH DISCARD DO DROP END EXECUTE EXPLAIN EXPORT "
+    "FETCH GRANT IMPORT INSERT INSTALL LISTEN LOAD LOCK MERGE MOVE NOTIFY PRAGMA PREPARE "
+    "REASSIGN REFRESH REINDEX RELEASE REPLACE RESET REVOKE ROLLBACK SAVEPOINT SECURITY SET "
+    "SHOW START TRUNCATE UNLISTEN UPDATE UPSERT USE VACUUM"
+)
+_COMMANDS = frozenset(_COMMAND_WORDS.split())
+
+
+def database_name(corpus: str, database: str) -> str:
+    """The PostgreSQL database that holds a corpus database.
+
+    Example:
+        >>> database_name("bird_interact", "esports_league")
+        'bird_interact__esports_league'
+    """
+    name = f"{corpus}__{database}".lower()
+    if len(name) > 55:  # identifiers stop at 63 bytes; keep room for the loader's suffix
+        name = name[:46] + "_" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return name
+
+
+class _Pool:
+    """A small thread-safe pool of configured connections (created on demand)."""
+
+    def __init__(self, conninfo: str, size: int, setup) -> None:
+        self._conninfo = conninfo
+        self._size = size
+        self._setup = setup
+        self._idle: list[psycopg.Connection] = []
+        self._open = 0
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def get(self, timeout_s: float) -> psycopg.Connection:
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise QueryError("engine", "the PostgreSQL engine is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._open < self._size:
+                    self._open += 1
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise QueryError("timeout", "no PostgreSQL connection became free in time")
+                self._cond.wait(remaining)
+        try:
+            connection = psycopg.connect(self._conninfo, autocommit=True, prepare_threshold=None)
+        except BaseException:
+            self._forget()
+            raise
+        try:
+            self._setup(connection)
+        except BaseException:
+            connection.close()
+            self._forget()
+            raise
+        return connection
+
+    def put(self, connection: psycopg.Connection, *, broken: bool = False) -> None:
+        if broken or connection.closed or connection.info.transaction_status != 0:
+            with contextlib.suppress(Exception):
+                connection.close()
+            self._forget()
+            return
+        with self._cond:
+            if self._closed:
+                connection.close()
+                self._open -= 1
+            else:
+                self._idle.append(connection)
+            self._cond.notify()
+
+    def _forget(self) -> None:
+        with self._cond:
+            self._open -= 1
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+            self._cond.notify_all()
+        for connection in idle:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+
+class PostgresEngine:
+    """A sandboxed connection pool to one PostgreSQL database.
+
+    Args:
+        dsn: a libpq connection string or URI for an unprivileged role (see the module doc).
+        dbname: the database to use (overrides the DSN's).
+        limits: default limits for :meth:`execute`.
+        pool_size: at most this many connections are open at once.
+        connect_timeout_s: libpq's ``connect_timeout``.
+
+    Example:
+        >>> engine = PostgresEngine("host=127.0.0.1 port=1 user=nobody", dbname="demo")
+        >>> engine.execute("SELECT 1")
+        Traceback (most recent call last):
+        ...
+        ambitab_gym.verify.base.QueryError: engine: cannot connect to PostgreSQL database 'demo': ...
+        >>> engine.close()
+    """
+
+    name = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        dbname: str | None = None,
+        limits: Limits | None = None,
+        pool_size: int = 4,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        params = conninfo_to_dict(dsn)
+        if dbname is not None:
+            params["dbname"] = dbname
+        params.setdefault("connect_timeout", str(max(1, round(connect_timeout_s))))
+        params.setdefault("application_name", "ambitab-gym-verifier")
+        params["options"] = (
+            str(params.get("options", "")) + " -c default_transaction_read_only=on"
+        ).strip()
+        self.dbname = str(params.get("dbname", ""))
+        self.limits = limits or Limits()
+        self._connect_timeout_s = connect_timeout_s
+        self._pool = _Pool(make_conninfo(**params), pool_size, self._check_role)
+
+    @staticmethod
+    def _check_role(connection: psycopg.Connection) -> None:
+        row = connection.execute(_PRIVILEGE_CHECK, [list(_DANGEROUS_ROLES)]).fetchone()
+        user, superuser, dangerous = row
+        if superuser or dangerous:
+            why = "a superuser" if superuser else f"a member of {', '.join(dangerous)}"
+            raise QueryError(
+                "engine",
+                f"refusing to run submitted SQL as role {user!r}, which is {why} and could read "
+                "or write server files; connect as the SELECT-only role that "
+                "ambitab_gym.verify.postgres.load_corpus_databases creates",
+            )
+
+    def _connection(self) -> psycopg.Connection:
+        try:
+            return self._pool.get(self._connect_timeout_s + 5.0)
+        except psycopg.Error as error:
+            message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            raise QueryError(
+                "engine", f"cannot connect to PostgreSQL database {self.dbname!r}: {message}"
+            ) from None
+
+    def execute(self, sql_text: str, *, limits: Limits | None = None) -> QueryResult:
+        """Run one read-only ``SELECT`` (or ``VALUES``) statement and return its result.
+
+        Raises:
+            QueryError: with category ``rejected``, ``syntax``, ``runtime``, ``timeout``,
+                ``too_many_rows``, ``too_large`` or ``engine``.
+        """
+        limits = limits or self.limits
+        if not isinstance(sql_text, str) or not sql_text.strip():
+            raise QueryError("rejected", "empty SQL")
+        if len(sql_text) > limits.max_sql_length:
+            raise QueryError(
+                "too_large", f"SQL text longer than {limits.max_sql_length} characters"
+            )
+        if "\x00" in sql_text:
+            raise QueryError("syntax", "SQL text contains a NUL character")
+        connection = self._connection()
+        broken = False
+        try:
+            return self._run(connection, sql_text, limits)
+        except QueryError:
+            raise
+        except psycopg.Error as error:
+            broken = error.sqlstate is None or error.sqlstate.startswith(("08", "57P"))
+            raise _classify(error, sql_text, limits) from None
+        finally:
+            broken = broken or not self._reset(connection)
+            self._pool.put(connection, broken=broken)
+
+    def _run(self, connection: psycopg.Connection, sql_text: str, limits: Limits) -> QueryResult:
+        deadline = time.monotonic() + limits.timeout_s
+        budget_ms = max(1, int(limits.timeout_s * 1000))
+        connection.execute(
+            "BEGIN READ ONLY; "
+            f"SET LOCAL statement_timeout = {budget_ms}; "
+            f"SET LOCAL lock_timeout = {budget_ms}; "
+            f"SET LOCAL idle_in_transaction_session_timeout = {budget_ms + 10_000}; "
+            "SET LOCAL cursor_tuple_fraction = 1.0"
+        )
+        with connection.cursor() as cursor:
+            # binary=True forces the extended protocol: the server parses exactly one statement.
+            cursor.execute(_DECLARE + sql_text, binary=True)
+            rows: list[tuple] = []
+            size = 0
+            columns: tuple[str, ...] = ()
+            first = True
+            chunk_rows = min(_FIRST_CHUNK, limits.max_rows + 1)
+            while True:
+                remaining_ms = int((deadline - time.monotonic()) * 1000)
+                if remaining_ms <= 0:
+                    raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+                fetch = f"FETCH FORWARD {chunk_rows} FROM {_CURSOR}"
+                if first:
+                    cursor.execute(fetch)
+                else:
+                    cursor.execute(f"SET LOCAL statement_timeout = {remaining_ms}; {fetch}")
+                    cursor.nextset()
+                if first:
+                    columns = tuple(c.name for c in cursor.description or ())
+                    first = False
+                chunk = cursor.fetchall()
+                rows.extend(chunk)
+                if len(rows) > limits.max_rows:
+                    raise QueryError(
+                        "too_many_rows", f"result has more than {limits.max_rows} rows"
+                    )
+                row_bytes = _row_bytes(cursor.pgresult)
+                size += row_bytes * len(chunk)
+                if size > MAX_RESULT_BYTES:
+                    raise QueryError(
+                        "too_large", f"the result is larger than {MAX_RESULT_BYTES // 2**20} MiB"
+                    )
+                if len(chunk) < chunk_rows:
+                    break
+                # Size the next chunk so that it stays within a few MiB of client memory.
+                chunk_rows = max(1, min(_MAX_CHUNK, _CHUNK_BYTES // max(row_bytes, 1)))
+        return QueryResult(columns, rows)
+
+    @staticmethod
+    def _reset(connection: psycopg.Connection) -> bool:
+        """Roll back and drop session-level leftovers; False when the connection is unusable."""
+        if connection.closed:
+            return False
+        try:
+            # One round trip: end the transaction, then drop session-level advisory locks
+            # (the only state a read-only SELECT can leave behind on a pooled connection).
+            connection.execute("ROLLBACK; SELECT pg_advisory_unlock_all()")
+            return connection.info.transaction_status == 0
+        except psycopg.Error:
+            return False
+
+    def schema_text(self) -> str:
+        """``CREATE TABLE``/``CREATE VIEW`` statements of every table the role can read.
+
+        Built from the system catalogs (column types as ``format_type`` prints them, ``NOT
+        NULL``, primary, unique, foreign-key and check constraints), in creation order.
+        """
+        limits = Limits(timeout_s=30.0, max_rows=1_000_000)
+        tables = self.execute(_SCHEMA_TABLES, limits=limits).rows
+        columns = self.execute(_SCHEMA_COLUMNS, limits=limits).rows
+        constraints = self.execute(_SCHEMA_CONSTRAINTS, limits=limits).rows
+        by_table: dict[int, list[str]] = {}
+        for oid, name, type_name, not_null in columns:
+            line = f"{_ident(name)} {type_name}" + (" NOT NULL" if not_null else "")
+            by_table.setdefault(oid, []).append(line)
+        for oid, definition in constraints:
+            by_table.setdefault(oid, []).append(definition)
+        statements = []
+        for oid, schema, name, kind, view_sql in tables:
+            qualified = _ident(name) if schema == "public" else f"{_ident(schema)}.{_ident(name)}"
+            if kind in ("v", "m"):
+                keyword = "VIEW" if kind == "v" else "MATERIALIZED VIEW"
+                statements.append(
+                    f"CREATE {keyword} {qualified} AS\n{view_sql.strip().rstrip(';')}"
+                )
+            else:
+                body = ",\n  ".join(by_table.get(oid, []))
+                statements.append(f"CREATE TABLE {qualified} (\n  {body}\n)")
+        return ";\n".join(statements) + ";" if statements else ""
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._pool.close()
+
+
+_SCHEMA_TABLES = """
+SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text,
+       CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm') AND n.nspname <> 'information_schema'
+  AND n.nspname NOT LIKE 'pg\\_%' AND has_table_privilege(c.oid, 'SELECT')
+ORDER BY c.oid
+"""
+_SCHEMA_COLUMNS = """
+SELECT a.attrelid::int8, a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p')
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+ORDER BY a.attrelid, a.attnum
+"""
+_SCHEMA_CONSTRAINTS = """
+SELECT conrelid::int8, pg_get_constraintdef(oid)
+FROM pg_constraint WHERE contype IN ('p', 'u', 'f', 'c') AND conrelid <> 0
+ORDER BY conrelid, CASE contype WHEN 'p' THEN 0 WHEN 'u' THEN 1 WHEN 'f' THEN 2 ELSE 3 END, oid
+"""
+
+
+def _row_bytes(pgresult) -> int:
+    """The average wire size of a row of a fetched chunk, from up to 8 sampled rows."""
+    if pgresult is None or not pgresult.ntuples:
+        return 0
+    count = pgresult.ntuples
+    sample = sorted({0, count - 1, *range(0, count, max(1, count // 8))})[:8]
+    total = sum(
+        len(pgresult.get_value(r, c) or b"") for r in sample for c in range(pgresult.nfields)
+    )
+    return total // len(sample) + 8 * pgresult.nfields
+
+
+def _ident(name: str) -> str:
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError:
+    diag = getattr(error, "diag", None)
+    primary = (diag.message_primary if diag is not None else None) or str(error)
+    message = primary.strip()
+    if isinstance(error, (errors.QueryCanceled, errors.LockNotAvailable)):
+        return QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+    if isinstance(error, (errors.InsufficientPrivilege, errors.ReadOnlySqlTransaction)):
+        return QueryError(
+            "rejected", f"only read-only single SELECT statements are allowed ({message})"
+        )
+    if "multiple commands" in message:
+        return QueryError("rejected", "submit exactly one SQL statement")
+    if "data-modifying" in message or "DECLARE CURSOR" in message:
+        return QueryError(
+            "rejected", f"only read-only single SELECT statements are allowed ({message})"
+        )
+    if isinstance(error, errors.SyntaxError):
+        # DECLARE ... CURSOR FOR admits queries only: another command fails on its first word.
+        position = diag.statement_position if diag is not None else None
+        offset = _LEADING_NOISE.match(sql_text).end()
+        first_word = sql_text[offset:].split(None, 1)[0].upper() if sql_text[offset:] else ""
+        if (
+            position is not None
+            and int(position) == len(_DECLARE) + offset + 1
+            and first_word in _COMMANDS
+        ):
+            return QueryError(
+                "rejected",
+                f"only read-only single SELECT statements are allowed (got {first_word})",
+            )
+        return QueryError("syntax", message)
+    if isinstance(
+        error,
+        (
+            errors.ProgramLimitExceeded,
+            errors.OutOfMemory,
+            errors.DiskFull,
+            errors.ConfigurationLimitExceeded,
+        ),
+    ):
+        return QueryError("too_large", message)
+    if error.sqlstate is None or error.sqlstate.startswith(("08", "57P")):
+        return QueryError("engine", f"the PostgreSQL connection failed: {message}")
+    return QueryError("runtime", message)
+
+
+# -- loading corpora into a server ---------------------------------------------------------
+
+
+def _script_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_corpus_databases(
+    corpus: Corpus,
+    admin_dsn: str,
+    *,
+    reader: str = "ambitab_reader",
+    reader_password: str | None = None,
+    force: bool = False,
+) -> str:
+    """Load a corpus's SQL-script databases into a PostgreSQL server, one database each.
+
+    Each corpus database becomes the PostgreSQL database :func:`database_name` ``(corpus,
+    database)``, built under a temporary name and renamed into place, and tagged with the
+    script's sha256 so a later call skips databases that are up to date. A SELECT-only role
+    ``reader`` is created (or checked) and granted ``CONNECT`` and ``SELECT`` on each database.
+
+    Args:
+        corpus: the corpus whose manifest lists ``.sql`` databases.
+        admin_dsn: a connection allowed to create databases and roles.
+        reader: the role the verifier connects as.
+        reader_password: set as the reader's password (None: leave it unchanged / none).
+        force: rebuild every database even when it is up to date.
+
+    Returns:
+        A DSN for the reader (``admin_dsn`` with the reader's user and password and no
+        database); pass it as ``engine_options={"dsn": ...}``.
+    """
+    admin = conninfo_to_dict(admin_dsn)
+    with psycopg.connect(admin_dsn, autocommit=True) as connection:
+        _ensure_reader(connection, reader, reader_password)
+        for database, entry in corpus.manifest.databases.items():
+            source = corpus.path / entry.file
+            if source.suffix != ".sql":
+                raise ValueError(
+                    f"corpus {corpus.name!r}: database {database!r} is {source.name}; only SQL "
+                    "scripts can be loaded into PostgreSQL"
+                )
+            _load_one(
+                connection,
+                admin,
+                database_name(corpus.name, database),
+                source,
+                reader,
+                force=force,
+            )
+    params = {k: v for k, v in admin.items() if k not in ("dbname", "password", "user")}
+    params["user"] = reader
+    if reader_password is not None:
+        params["password"] = reader_password
+    return make_conninfo(**params)
+
+
+def _ensure_reader(connection: psycopg.Connection, reader: str, password: str | None) -> None:
+    role = sql.Identifier(reader)
+    exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [reader]).fetchone()
+    if exists is None:
+        connection.execute(
+            sql.SQL(
+                "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+            ).format(role)
+        )
+    privileged = connection.execute(
+        "SELECT coalesce(bool_or(rolsuper), false) OR bool_or(rolname = ANY(%s)) "
+        "FROM pg_roles WHERE pg_has_role(%s, oid, 'MEMBER')",
+        [list(_DANGEROUS_ROLES), reader],
+    ).fetchone()[0]
+    if privileged:
+        raise ValueError(f"role {reader!r} exists and is privileged; choose another reader name")
+    if password is not None:
+        connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, sql.Literal(password)))
+    connection.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(role))
+    # Cap the temporary files one query may write (a superuser-only setting; best effort).
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        connection.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = '1GB'").format(role))
+
+
+def _load_one(
+    connection: psycopg.Connection,
+    admin: dict,
+    name: str,
+    source: Path,
+    reader: str,
+    *,
+    force: bool,
+) -> None:
+    digest = _script_digest(source)
+    tag = f"{_COMMENT_PREFIX}{digest}"
+    lock = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+    connection.execute("SELECT pg_advisory_lock(%s)", [lock])
+    try:
+        current = connection.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            [name],
+        ).fetchone()
+        if current is not None and current[0] == tag and not force:
+            _grant_database(connection, name, reader)
+            return
+        staging = f"{name}__loading"
+        connection.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(staging))
+        )
+        connection.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                sql.Identifier(staging)
+            )
+        )
+        with psycopg.connect(make_conninfo(**{**admin, "dbname": staging})) as target:
+            target.execute(source.read_text("utf-8"))  # trusted script, simple protocol
+            schemas = target.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname <> 'information_schema' "
+                "AND nspname NOT LIKE 'pg\\_%'"
+            ).fetchall()
+            for (schema,) in schemas:
+                ident = sql.Identifier(schema)
+                target.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(ident))
+                target.execute(
+                    sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(ident, sql.Identifier(reader))
+                )
+                target.execute(
+                    sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
+                        ident, sql.Identifier(reader)
+                    )
+                )
+            target.commit()
+        connection.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        connection.execute(
+            sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+                sql.Identifier(staging), sql.Identifier(name)
+            )
+        )
+        connection.execute(
+            sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(name), sql.Literal(tag))
+        )
+        _grant_database(connection, name, reader)
+    finally:
+        connection.execute("SELECT pg_advisory_unlock(%s)", [lock])
+
+
+def _grant_database(connection: psycopg.Connection, name: str, reader: str) -> None:
+    ident = sql.Identifier(name)
+    connection.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(ident))
+    connection.execute(
+        sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(ident, sql.Identifier(reader))
+    )
+
+
+def _open_postgres(corpus: Corpus, database: str, limits: Limits | None) -> PostgresEngine:
+    dsn = corpus.options.get("dsn")
+    if not dsn:
+        raise ValueError(
+            "the postgres engine needs a server: pass engine_options={'dsn': 'postgresql://...'} "
+            "(a SELECT-only role; ambitab_gym.verify.postgres.load_corpus_databases loads the "
+            "corpus and returns such a DSN)"
+        )
+    load_dsn = corpus.options.get("load_dsn")
+    if load_dsn and not corpus.options.get("_loaded"):
+        reader = conninfo_to_dict(dsn).get("user") or "ambitab_reader"
+        load_corpus_databases(corpus, load_dsn, reader=str(reader))
+        corpus.options["_loaded"] = True
+    return PostgresEngine(dsn, dbname=database_name(corpus.name, database), limits=limits)
+
+
+register_engine("postgres", _open_postgres)
