@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,9 @@ from ambitab_gym.convert.common import (
 )
 from ambitab_gym.corpora.corpus import ENV_IDS
 from ambitab_gym.corpora.home import built_corpora_dir
-from ambitab_gym.records import FORMAT_VERSION, TaskRecord, dump_records
+from ambitab_gym.records import FORMAT_VERSION, PublicSpec, TaskRecord, dump_records
 from ambitab_gym.verify.base import QueryError
+from ambitab_gym.verify.compare import normalize_rows, results_match
 
 __all__ = ["SOURCES", "BuildReport", "build_corpus", "check_items", "corpus_for_source"]
 
@@ -115,6 +117,35 @@ def _failure_reason(error: QueryError) -> str:
     return "reference_timeout" if error.category == "timeout" else "reference_sql_failed"
 
 
+def _record_checks() -> Callable[[TaskRecord, PublicSpec, str], list[tuple[str, str]]] | None:
+    """The validator's per-record checks, when :mod:`ambitab_gym.validate` is installed."""
+    try:
+        checks = importlib.import_module("ambitab_gym.validate.checks")
+    except ImportError:
+        return None
+
+    def run(record: TaskRecord, spec: PublicSpec, oracle: str) -> list[tuple[str, str]]:
+        found = []
+        for violation in (
+            checks.frozen_response_checks(record, oracle)
+            + checks.canonical_checks(record, oracle)
+            + checks.leak_checks(record, spec)
+        ):
+            found.append((str(violation.check), str(violation.message)))
+        return found
+
+    return run
+
+
+def _same_result(a: list[tuple], b: list[tuple], ra: TaskRecord, rb: TaskRecord) -> bool:
+    rules_a, rules_b = ra.verification.compare, rb.verification.compare
+    na = normalize_rows(a, rules_a.float_decimals)
+    nb = normalize_rows(b, rules_b.float_decimals)
+    return results_match(b, na, rules_a, reference_normalized=True) or results_match(
+        a, nb, rules_b, reference_normalized=True
+    )
+
+
 def check_items(
     conversion: Conversion, workspace: Workspace, *, show_progress: bool = False
 ) -> tuple[list[Item], list[Drop]]:
@@ -122,36 +153,64 @@ def check_items(
 
     A record is left out when its database is missing (``database_missing``), its reference
     SQL fails (``reference_sql_failed`` / ``reference_timeout``) or returns no rows
-    (``empty_result``). Records with write statements (preprocess/cleanup) are not executed.
-    An item keeps its surviving records when at least ``min_records`` survive; otherwise it is
-    dropped with the reason of its first lost record.
+    (``empty_result``), its result equals an earlier reading's (``duplicate_result``), or one
+    of the validator's record checks fails (the check's code: ``frozen_response``,
+    ``canonical_question``, ``leak``). Records with write statements (preprocess SQL) are
+    not executed. An item keeps its surviving records when at least ``min_records`` survive;
+    otherwise it is dropped with the reason of its first lost record.
 
     Returns:
         the retained items and the drops (items and single readings).
     """
     kept: list[Item] = []
     drops: list[Drop] = []
+    record_checks = _record_checks()
+    schemas: dict[str, str | None] = {}
     total = len(conversion.items)
     for item in progress(conversion.items, desc="checking", total=total, enabled=show_progress):
         survivors: list[TaskRecord] = []
+        results: list[list[tuple] | None] = []
         lost: list[Drop] = []
         for record in item.records:
             database = record.verification.database
             if database not in workspace:
                 lost.append(Drop(record.id, "database_missing", f"no database {database!r}"))
                 continue
-            if not conversion.check_references or record.verification.preprocess_sql:
-                survivors.append(record)
-                continue
-            try:
-                rows = workspace.execute(database, record.verification.reference_sql)
-            except QueryError as error:
-                lost.append(Drop(record.id, _failure_reason(error), error.message[:300]))
-                continue
-            if not rows and not record.verification.compare.allow_empty:
-                lost.append(Drop(record.id, "empty_result", "the reference SQL returns no rows"))
-                continue
+            rows: list[tuple] | None = None
+            if conversion.check_references and not record.verification.preprocess_sql:
+                try:
+                    rows = workspace.execute(database, record.verification.reference_sql)
+                except QueryError as error:
+                    lost.append(Drop(record.id, _failure_reason(error), error.message[:300]))
+                    continue
+                if not rows and not record.verification.compare.allow_empty:
+                    lost.append(
+                        Drop(record.id, "empty_result", "the reference SQL returns no rows")
+                    )
+                    continue
+                twin = next(
+                    (
+                        other.id
+                        for other, other_rows in zip(survivors, results, strict=True)
+                        if other_rows is not None and _same_result(rows, other_rows, record, other)
+                    ),
+                    None,
+                )
+                if twin is not None:
+                    lost.append(Drop(record.id, "duplicate_result", f"same result as {twin}"))
+                    continue
+            if record_checks is not None:
+                if database not in schemas:
+                    schemas[database] = workspace.schema_text(database)
+                spec = record.spec
+                if not spec.schema_text and schemas[database]:
+                    spec = spec.model_copy(update={"schema_text": schemas[database]})
+                problems = record_checks(record, spec, conversion.oracle)
+                if problems:
+                    lost.append(Drop(record.id, problems[0][0], problems[0][1][:300]))
+                    continue
             survivors.append(record)
+            results.append(rows)
         if len(survivors) >= max(1, item.min_records):
             kept.append(Item(item.key, survivors, item.min_records))
             drops.extend(lost)  # single readings lost from a retained item

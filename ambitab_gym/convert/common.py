@@ -359,6 +359,20 @@ class Workspace:
         finally:
             timer.cancel()
 
+    def schema_text(self, name: str) -> str | None:
+        """The ``CREATE`` statements of a SQLite database as the agent sees them (else None)."""
+        if self._dbs[name].engine != "sqlite":
+            return None
+        query = (
+            "SELECT sql FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        )
+        try:
+            rows = self.execute(name, query)
+        except (QueryError, sqlite3.Error):
+            return None
+        return ";\n".join(row[0].strip().rstrip(";") for row in rows) + ";"
+
     def finalize(self, used: set[str]) -> dict[str, str]:
         """Write the used databases into ``databases/``, delete unused ones.
 

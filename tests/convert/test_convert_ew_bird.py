@@ -1,0 +1,256 @@
+"""EW-Bird converter on the real BIRD dev sample, and its row-filter hook over real HTTP.
+
+BIRD's databases are not in the sample, so schema-only SQLite databases are built here from
+``dev_tables.json`` to execute the reference SQL against. The expected hints, terms and
+masking of a few records were checked by hand against ``dev.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from convert_helpers import read_jsonl, run_build, upstream
+
+from ambitab_gym.convert import ew_bird
+from ambitab_gym.convert.common import BuildOptions, Workspace
+
+
+def schema_only_databases(tables_file: Path, folder: Path) -> Path:
+    """``<folder>/<db>/<db>.sqlite`` with the tables of BIRD's tables file and no rows."""
+    for entry in json.loads(tables_file.read_text("utf-8")):
+        db = entry["db_id"]
+        (folder / db).mkdir(parents=True)
+        connection = sqlite3.connect(folder / db / f"{db}.sqlite")
+        for index, table in enumerate(entry["table_names_original"]):
+            columns = [
+                f'"{name}" {kind}'
+                for (owner, name), kind in zip(
+                    entry["column_names_original"], entry["column_types"], strict=True
+                )
+                if owner == index
+            ]
+            connection.execute(f'CREATE TABLE "{table}" ({", ".join(columns)})')
+        connection.commit()
+        connection.close()
+    return folder
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    dev = upstream("bird", "dev")
+    tmp = tmp_path_factory.mktemp("ewbird")
+    databases = schema_only_databases(dev / "dev_tables.json", tmp / "dbs")
+    workspace = Workspace(tmp / "work")
+    conversion = ew_bird.convert(BuildOptions(source=dev, databases=databases), workspace)
+    yield conversion, workspace
+    workspace.close()
+
+
+def by_question(conversion, question_id: int):
+    (item,) = [i for i in conversion.items if i.records[0].source["question_id"] == question_id]
+    return item.records[0]
+
+
+def test_hand_checked_hints_become_masked_knowledge_ambiguities(converted):
+    conversion, _ = converted
+    record = by_question(conversion, 196)
+    assert (
+        record.spec.request == "In the non-carcinogenic molecules, how many contain chlorine atoms?"
+    )
+    assert [(a.term, a.resolution, a.kind) for a in record.ambiguities] == [
+        (
+            "non-carcinogenic molecules",
+            "non-carcinogenic molecules refers to label = '-'",
+            "knowledge",
+        ),
+        ("chlorine atoms", "chlorine atoms refers to element = 'cl'", "knowledge"),
+    ]
+    assert [a.evidence for a in record.ambiguities] == [a.resolution for a in record.ambiguities]
+    record = by_question(conversion, 197)  # a hint written "X = Y" and a space before ';'
+    assert [a.term for a in record.ambiguities] == [
+        "single-bonded molecules",
+        "average number of oxygen atom",
+    ]
+    assert record.ambiguities[1].resolution == "average number of oxygen atom = AVG(element = 'o')"
+    record = by_question(conversion, 772)  # five hints and a trailing semicolon
+    assert [a.term for a in record.ambiguities] == [
+        "eyes",
+        "hair",
+        "skin colour",
+        "female superheroes",
+        "published by Dark Horse Comics",
+    ]
+    assert record.ambiguities[4].resolution == (
+        "published by Dark Horse Comics refers to publisher_name = 'Dark Horse Comics'"
+    )
+    assert record.split == "dev" and record.verification.compare.order == "set"
+
+
+def test_evidence_is_withheld_from_the_public_spec(converted):
+    conversion, _ = converted
+    for item in conversion.items:
+        record = item.records[0]
+        public = json.dumps(record.spec.model_dump(by_alias=True))
+        assert record.spec.external_knowledge == ()
+        for ambiguity in record.ambiguities:
+            assert ambiguity.resolution not in public
+        assert record.source["evidence"] not in record.spec.request
+
+
+def test_rows_without_evidence_are_dropped_with_a_reason(converted):
+    conversion, _ = converted
+    rows = json.loads((upstream("bird", "dev") / "dev.json").read_text())
+    empty = {r["question_id"] for r in rows if not r["evidence"].strip()}
+    assert {296, 309} <= empty
+    dropped = {d.item: d.reason for d in conversion.drops}
+    assert dropped == {f"dev.json#{q}": "no_evidence" for q in empty}
+    assert len(conversion.items) + len(dropped) == len(rows)
+
+
+def test_reference_sql_executes_on_schema_only_databases(converted):
+    conversion, workspace = converted
+    for item in conversion.items:
+        record = item.records[0]
+        workspace.execute(record.verification.database, record.verification.reference_sql)
+
+
+def test_mini_dev_is_read_as_dev(tmp_path):
+    mini = upstream("bird", "mini_dev")
+    conversion = ew_bird.convert(BuildOptions(source=mini), Workspace(tmp_path))
+    record = by_question(conversion, 1312)
+    assert record.split == "dev"
+    assert [a.term for a in record.ambiguities] == ["Angela Sanders", "full name", "major"]
+    assert record.ambiguities[2].resolution == "major refers to major_name"
+
+
+def test_build_on_schema_only_databases(tmp_path):
+    dev = upstream("bird", "dev")
+    databases = schema_only_databases(dev / "dev_tables.json", tmp_path / "dbs")
+    status, report = run_build(
+        "ew-bird", "--source", str(dev), "--databases", str(databases), "--out", str(tmp_path / "c")
+    )
+    assert status == 0, report
+    # independently: rows with evidence whose SQL returns rows on the empty tables
+    rows = json.loads((dev / "dev.json").read_text())
+    expected, empty = 0, 0
+    for row in rows:
+        if not row["evidence"].strip():
+            continue
+        db = databases / row["db_id"] / f"{row['db_id']}.sqlite"
+        connection = sqlite3.connect(db)
+        found = connection.execute(row["SQL"]).fetchall()
+        connection.close()
+        expected += bool(found)
+        empty += not found
+    assert report["records"] == report["avts"] == report["retained_items"] == expected
+    assert report["dropped"] == {"empty_result": empty, "no_evidence": 20}
+    records = read_jsonl(tmp_path / "c" / "records.jsonl")
+    assert all(r["spec"]["external_knowledge"] == [] for r in records)
+    assert all(r["ambiguities"] and r["split"] == "dev" for r in records)
+    status, report = run_build("ew-bird", "--source", str(dev), "--out", str(tmp_path / "d"))
+    assert status == 1 and "--databases" in report["error"]
+    assert not (tmp_path / "d").exists()
+
+
+# -- the row filter hook over a real HTTP server ---------------------------------------------
+
+
+ROWS = [
+    {"question_id": 1, "db_id": "shop", "question": "How many cheap items are there?",
+     "evidence": "cheap refers to price < 5", "SQL": "SELECT COUNT(*) FROM items WHERE price < 5",
+     "difficulty": "simple"},
+    {"question_id": 2, "db_id": "shop", "question": "List the names of items in the toys category.",
+     "evidence": "toys category refers to category = 'toys'",
+     "SQL": "SELECT name FROM items WHERE category = 'toys'", "difficulty": "simple"},
+]  # fmt: skip
+
+# what the scripted model answers: (request, shown hints?) -> SQL
+ANSWERS = {
+    (ROWS[0]["question"], False): "SELECT COUNT(*) FROM items",  # wrong without the hint
+    (ROWS[0]["question"], True): "SELECT COUNT(*) FROM items WHERE price < 5",
+    (ROWS[1]["question"], False): "SELECT name FROM items WHERE category = 'toys'",  # no need
+    (ROWS[1]["question"], True): "SELECT name FROM items WHERE category = 'toys'",
+}
+
+
+class ScriptedModel(BaseHTTPRequestHandler):
+    requests: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 - http.server API
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ScriptedModel.requests.append({"path": self.path, **body})
+        prompt = body["messages"][-1]["content"]
+        request = next(
+            line[len("Request: ") :] for line in prompt.splitlines() if line.startswith("Request: ")
+        )
+        sql = ANSWERS[(request, "Hints:" in prompt)]
+        reply = {"choices": [{"message": {"role": "assistant", "content": f"```sql\n{sql}\n```"}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def model_server():
+    ScriptedModel.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedModel)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def tiny_bird(folder: Path) -> Path:
+    dev = folder / "dev"
+    (dev / "dev_databases" / "shop").mkdir(parents=True)
+    (dev / "dev.json").write_text(json.dumps(ROWS))
+    connection = sqlite3.connect(dev / "dev_databases" / "shop" / "shop.sqlite")
+    connection.executescript(
+        "CREATE TABLE items(name TEXT, price REAL, category TEXT);"
+        "INSERT INTO items VALUES ('ball', 3.5, 'toys'), ('kite', 12.0, 'toys'),"
+        "('pen', 1.2, 'office'), ('desk', 99.0, 'office');"
+    )
+    connection.commit()
+    connection.close()
+    return dev
+
+
+def test_row_filter_keeps_rows_that_need_the_evidence(tmp_path, model_server):
+    dev = tiny_bird(tmp_path)
+    status, report = run_build(
+        "ew-bird", "--source", str(dev), "--out", str(tmp_path / "c"),
+        "--llm-url", model_server, "--model", "scripted-7b",
+    )  # fmt: skip
+    assert status == 0, report
+    assert report["records"] == 1 and report["dropped"] == {"no_evidence_benefit": 1}
+    (record,) = read_jsonl(tmp_path / "c" / "records.jsonl")
+    assert record["id"] == "ew_bird-dev-1"
+    (dropped,) = read_jsonl(tmp_path / "c" / "dropped.jsonl")
+    assert dropped["item"] == "dev.json#2"
+    assert len(ScriptedModel.requests) == 4
+    assert {r["path"] for r in ScriptedModel.requests} == {"/v1/chat/completions"}
+    assert {(r["model"], r["temperature"]) for r in ScriptedModel.requests} == {
+        ("scripted-7b", 0.0)
+    }
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert manifest["oracle"] == "knowledge"
+    assert manifest["provenance"]["model_hooks"]["model"] == "scripted-7b"
+
+
+def test_without_the_hook_every_evidence_row_is_kept(tmp_path):
+    dev = tiny_bird(tmp_path)
+    status, report = run_build("ew-bird", "--source", str(dev), "--out", str(tmp_path / "c"))
+    assert status == 0, report
+    assert report["records"] == 2 and report["dropped"] == {}
