@@ -213,9 +213,9 @@ class PostgresEngine:
         try:
             return self._pool.get(self._connect_timeout_s + 5.0)
         except psycopg.Error as error:
-            message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise QueryError(
-                "engine", f"cannot connect to PostgreSQL database {self.dbname!r}: {message}"
+                "engine",
+                f"cannot connect to PostgreSQL database {self.dbname!r}: {_first_line(error)}",
             ) from None
 
     def execute(self, sql_text: str, *, limits: Limits | None = None) -> QueryResult:
@@ -234,29 +234,49 @@ class PostgresEngine:
             )
         if "\x00" in sql_text:
             raise QueryError("syntax", "SQL text contains a NUL character")
-        connection = self._connection()
+        connection = self._begin(limits)
         broken = False
         try:
             return self._run(connection, sql_text, limits)
         except QueryError:
             raise
         except psycopg.Error as error:
-            broken = error.sqlstate is None or error.sqlstate.startswith(("08", "57P"))
+            broken = _connection_lost(error)
             raise _classify(error, sql_text, limits) from None
         finally:
             broken = broken or not self._reset(connection)
             self._pool.put(connection, broken=broken)
 
-    def _run(self, connection: psycopg.Connection, sql_text: str, limits: Limits) -> QueryResult:
-        deadline = time.monotonic() + limits.timeout_s
+    def _begin(self, limits: Limits) -> psycopg.Connection:
+        """A pooled connection inside a fresh read-only transaction with the time limits set.
+
+        A pooled connection that died while idle (server restart, terminated backend) is
+        replaced once, before any submitted SQL has been sent.
+        """
         budget_ms = max(1, int(limits.timeout_s * 1000))
-        connection.execute(
+        begin = (
             "BEGIN READ ONLY; "
             f"SET LOCAL statement_timeout = {budget_ms}; "
             f"SET LOCAL lock_timeout = {budget_ms}; "
             f"SET LOCAL idle_in_transaction_session_timeout = {budget_ms + 10_000}; "
             "SET LOCAL cursor_tuple_fraction = 1.0"
         )
+        for attempt in range(2):
+            connection = self._connection()
+            try:
+                connection.execute(begin)
+                return connection
+            except psycopg.Error as error:
+                self._pool.put(connection, broken=True)
+                if attempt == 0 and _connection_lost(error):
+                    continue
+                raise QueryError(
+                    "engine", f"the PostgreSQL connection failed: {_first_line(error)}"
+                ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _run(self, connection: psycopg.Connection, sql_text: str, limits: Limits) -> QueryResult:
+        deadline = time.monotonic() + limits.timeout_s
         with connection.cursor() as cursor:
             # binary=True forces the extended protocol: the server parses exactly one statement.
             cursor.execute(_DECLARE + sql_text, binary=True)
@@ -378,6 +398,15 @@ def _row_bytes(pgresult) -> int:
     return total // len(sample) + 8 * pgresult.nfields
 
 
+def _connection_lost(error: psycopg.Error) -> bool:
+    return error.sqlstate is None or error.sqlstate.startswith(("08", "57P"))
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _ident(name: str) -> str:
     if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
         return name
@@ -425,7 +454,7 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
         ),
     ):
         return QueryError("too_large", message)
-    if error.sqlstate is None or error.sqlstate.startswith(("08", "57P")):
+    if _connection_lost(error):
         return QueryError("engine", f"the PostgreSQL connection failed: {message}")
     return QueryError("runtime", message)
 

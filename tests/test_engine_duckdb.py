@@ -1,0 +1,233 @@
+"""The DuckDB engine: sandbox settings, one SELECT only, limits, and the killable worker."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import hashlib
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from ambitab_gym.corpora import load_corpus
+from ambitab_gym.verify.base import Limits, QueryError
+from ambitab_gym.verify.duckdb import DuckDBEngine, build_duckdb
+
+SCRIPT = """
+CREATE TABLE staff (id INTEGER PRIMARY KEY, name VARCHAR, salary DECIMAL(10, 2),
+                    hired DATE, seen TIMESTAMPTZ, tags VARCHAR[]);
+INSERT INTO staff VALUES
+  (1, 'Ada', 5200.50, DATE '2020-03-01', TIMESTAMPTZ '2024-01-02 03:04:05+00', ['a', 'b']),
+  (2, 'Grace', 6100.00, DATE '2019-07-15', NULL, []),
+  (3, 'Linus', 4800.25, DATE '2021-11-30', NULL, NULL);
+CREATE TABLE numbers AS SELECT range AS n FROM range(200);
+"""
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def db_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("duckdb") / "staff.duckdb"
+    build_duckdb(SCRIPT, path)
+    return path
+
+
+@pytest.fixture
+def engine(db_path):
+    engine = DuckDBEngine(db_path, limits=Limits(timeout_s=2.0, memory_limit_mb=256))
+    yield engine
+    engine.close()
+
+
+def test_build_is_atomic_and_leaves_no_wal(tmp_path):
+    target = tmp_path / "x.duckdb"
+    with pytest.raises(Exception, match="nosuch"):
+        build_duckdb("CREATE TABLE a(x INTEGER); INSERT INTO nosuch VALUES (1);", target)
+    assert list(tmp_path.iterdir()) == []  # neither the target nor a temporary file
+    build_duckdb("CREATE TABLE a(x INTEGER); INSERT INTO a VALUES (7);", target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.duckdb"]
+    engine = DuckDBEngine(target)
+    try:
+        assert engine.execute("SELECT x FROM a").rows == [(7,)]
+    finally:
+        engine.close()
+
+
+def test_values_and_types_come_back(engine):
+    result = engine.execute("SELECT id, name, salary, hired, seen, tags FROM staff ORDER BY id")
+    assert result.columns == ("id", "name", "salary", "hired", "seen", "tags")
+    first = result.rows[0]
+    assert first[:4] == (1, "Ada", decimal.Decimal("5200.50"), datetime.date(2020, 3, 1))
+    assert first[4] == datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    assert first[5] == ["a", "b"]
+    assert result.rows[1][4:] == (None, [])
+    assert engine.execute("SELECT sum(n) FROM numbers").rows == [(199 * 200 // 2,)]
+    empty = engine.execute("SELECT name FROM staff WHERE id > 99")
+    assert empty.columns == ("name",) and empty.rows == []
+
+
+def test_sandbox_settings_are_applied_and_locked(engine):
+    settings = dict(
+        engine.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', "
+            "'lock_configuration', 'autoload_known_extensions', 'autoinstall_known_extensions', "
+            "'allow_community_extensions', 'threads', 'access_mode')"
+        ).rows
+    )
+    assert settings == {
+        "enable_external_access": "false",
+        "lock_configuration": "true",
+        "autoload_known_extensions": "false",
+        "autoinstall_known_extensions": "false",
+        "allow_community_extensions": "false",
+        "threads": "1",
+        "access_mode": "read_only",
+    }
+    for attempt in ("SET enable_external_access = true", "RESET lock_configuration"):
+        with pytest.raises(QueryError) as caught:
+            engine.execute(attempt)
+        assert caught.value.category == "rejected"
+
+
+@pytest.mark.parametrize(
+    ("sql", "category"),
+    [
+        ("SELECT 1; SELECT 2", "rejected"),
+        ("DELETE FROM staff", "rejected"),
+        ("CREATE TABLE t2 AS SELECT 1", "rejected"),
+        ("PRAGMA enable_profiling", "rejected"),
+        ("EXPLAIN SELECT 1", "rejected"),
+        ("SELECT * FROM read_csv('/etc/passwd')", "rejected"),
+        ("SELECT * FROM glob('/*')", "rejected"),
+        ("SELEC 1", "syntax"),
+        ("SELECT nosuch FROM staff", "runtime"),
+        ("", "rejected"),
+    ],
+)
+def test_refusals_and_errors(engine, sql, category):
+    with pytest.raises(QueryError) as caught:
+        engine.execute(sql)
+    assert caught.value.category == category
+    assert engine.execute("SELECT count(*) FROM staff").rows == [(3,)]
+
+
+def test_too_many_rows_and_too_large(engine):
+    with pytest.raises(QueryError) as caught:
+        engine.execute("SELECT n FROM numbers", limits=Limits(max_rows=50, memory_limit_mb=256))
+    assert caught.value.category == "too_many_rows"
+    assert len(engine.execute("SELECT n FROM numbers WHERE n < 50").rows) == 50
+    with pytest.raises(QueryError) as caught:  # 100 rows of 1 MB: over the 64 MiB result cap
+        engine.execute("SELECT repeat('x', 1000000) FROM range(100)")
+    assert caught.value.category == "too_large"
+
+
+def test_timeout_interrupts_without_restarting_the_worker(engine):
+    engine.execute("SELECT 1")
+    pid = engine.worker_pid
+    with pytest.raises(QueryError) as caught:
+        engine.execute(
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r",
+            limits=Limits(timeout_s=0.5, memory_limit_mb=256),
+        )
+    assert caught.value.category == "timeout"
+    assert engine.execute("SELECT count(*) FROM staff").rows == [(3,)]
+    assert engine.worker_pid == pid and engine.restarts == 0
+
+
+def test_memory_bomb_fails_inside_the_worker(engine):
+    with pytest.raises(QueryError) as caught:
+        engine.execute("SELECT length(string_agg(repeat('x', 1000000), '')) FROM range(5000)")
+    assert caught.value.category in {"too_large", "runtime"}
+    assert engine.execute("SELECT name FROM staff WHERE id = 2").rows == [("Grace",)]
+
+
+def test_a_worker_killed_mid_query_fails_that_query_and_is_replaced(engine):
+    engine.execute("SELECT 1")
+    pid = engine.worker_pid
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            engine.execute(
+                "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+                "SELECT count(*) FROM r",
+                limits=Limits(timeout_s=60.0, memory_limit_mb=256),
+            )
+        except QueryError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGKILL)
+    thread.join(30)
+    assert not thread.is_alive()
+    assert outcome["error"].category == "runtime"
+    assert "restarted" in outcome["error"].message
+    assert engine.execute("SELECT count(*) FROM staff").rows == [(3,)]
+    assert engine.worker_pid != pid and engine.restarts == 1
+
+
+def test_a_stuck_worker_is_killed_at_the_deadline(engine):
+    engine.execute("SELECT 1")
+    pid = engine.worker_pid
+    os.kill(pid, signal.SIGSTOP)  # a worker that ignores its own interrupt
+    try:
+        with pytest.raises(QueryError) as caught:
+            engine.execute("SELECT 42", limits=Limits(timeout_s=0.2, memory_limit_mb=256))
+        assert caught.value.category == "timeout"
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert engine.execute("SELECT 42").rows == [(42,)]
+    assert engine.worker_pid != pid and engine.restarts == 1
+
+
+def test_threads_share_one_engine(engine):
+    results: list = []
+
+    def run(k: int) -> None:
+        results.append((k, engine.execute(f"SELECT count(*) FROM numbers WHERE n < {k}").rows))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(1, 9)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [(k, [(k,)]) for k in range(1, 9)]
+
+
+def test_database_file_is_untouched(engine, db_path):
+    before = _sha256(db_path)
+    for sql in ("SELECT * FROM staff", "DROP TABLE staff", "SELECT 1; DELETE FROM staff"):
+        try:
+            engine.execute(sql)
+        except QueryError:
+            pass
+    engine.close()
+    assert _sha256(db_path) == before
+    assert not os.path.exists(f"{db_path}.wal")
+
+
+def test_corpus_builds_and_opens_duckdb_databases():
+    corpus = load_corpus("bird_interact")
+    database = sorted(corpus.manifest.databases)[0]
+    path = corpus.database_file(database, "duckdb")
+    assert path.suffix == ".duckdb" and path.is_file()
+    engine = corpus.open_engine("duckdb", database)
+    try:
+        assert isinstance(engine, DuckDBEngine)
+        tables = engine.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").rows
+        script = (corpus.path / corpus.manifest.databases[database].file).read_text()
+        for (table,) in tables:
+            assert f"CREATE TABLE {table}" in script
+    finally:
+        engine.close()
