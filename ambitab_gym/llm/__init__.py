@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ASKER_STRATEGIES",
+    "DEFAULT_CONCURRENCY",
     "CallRecord",
     "ChatResult",
     "LLMClient",
@@ -143,15 +144,19 @@ def parse_llm_spec(spec: str) -> str | None:
     return spec
 
 
-def _flag(prefix: str, name: str) -> str:
-    return f"--{prefix}{name}"
+#: Requests in flight when the command line does not say (the campaign runner's default).
+DEFAULT_CONCURRENCY = 64
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
     """Add the LLM server options to a command-line parser.
 
+    Options: ``--llm-url``, ``--model``, ``--api-key-env``, ``--concurrency``, ``--llm-timeout``,
+    ``--llm-retries``, ``--temperature``, ``--top-p``, ``--no-thinking``. An option the parser
+    already has (``--concurrency`` of ``evaluate``, say) is left as it is and read from there.
+
     Args:
-        parser: the parser (or an argument group).
+        parser: the parser.
         prefix: e.g. ``oracle-`` for a second server (``--oracle-llm-url``, ``--oracle-model``,
             ...); unset prefixed options fall back to the unprefixed ones.
 
@@ -159,50 +164,47 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
         >>> parser = argparse.ArgumentParser()
         >>> add_llm_arguments(parser)
         >>> args = parser.parse_args(["--llm-url", "http://127.0.0.1:8000/v1", "--model", "m",
-        ...                           "--no-thinking"])
+        ...                           "--no-thinking", "--concurrency", "8"])
         >>> client = client_from_args(args)
         >>> client.model, client.disable_thinking, client.concurrency
-        ('m', True, 16)
+        ('m', True, 8)
     """
-    fallback = bool(prefix)
+    existing = set(getattr(parser, "_option_string_actions", {}))
     title = f"LLM server ({prefix.rstrip('-')})" if prefix else "LLM server"
     group = parser.add_argument_group(title)
-    group.add_argument(
-        _flag(prefix, "llm-url"),
+
+    def add(name: str, **kwargs: Any) -> None:
+        flag = f"--{prefix}{name}"
+        if flag not in existing:
+            group.add_argument(flag, **kwargs)
+
+    add("llm-url", default=None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    add("model", default=None, help="the model name the server serves")
+    add(
+        "api-key-env",
         default=None,
-        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1",
-    )
-    group.add_argument(_flag(prefix, "model"), default=None, help="model name the server serves")
-    group.add_argument(
-        _flag(prefix, "api-key-env"),
-        default=None if fallback else "OPENAI_API_KEY",
         help="environment variable holding the API key (default OPENAI_API_KEY)",
     )
-    group.add_argument(
-        _flag(prefix, "concurrency"),
+    add(
+        "concurrency",
         type=int,
-        default=None if fallback else 16,
-        help="requests in flight at once (default 16)",
+        default=None,
+        help=f"requests in flight at once (default {DEFAULT_CONCURRENCY})",
     )
-    group.add_argument(
-        _flag(prefix, "llm-timeout"),
-        type=float,
-        default=None if fallback else 120.0,
-        help="seconds one request may take (default 120)",
-    )
-    group.add_argument(
-        _flag(prefix, "llm-retries"),
+    add("llm-timeout", type=float, default=None, help="seconds one request may take (default 120)")
+    add(
+        "llm-retries",
         type=int,
-        default=None if fallback else 3,
+        default=None,
         help="retries after a timeout, lost connection, 429 or 5xx (default 3)",
     )
-    group.add_argument(_flag(prefix, "temperature"), type=float, default=None)
-    group.add_argument(_flag(prefix, "top-p"), type=float, default=None)
-    group.add_argument(
-        _flag(prefix, "no-thinking"),
+    add("temperature", type=float, default=None, help="sampling temperature")
+    add("top-p", type=float, default=None, help="nucleus sampling threshold")
+    add(
+        "no-thinking",
         action="store_true",
-        default=None if fallback else False,
-        help="disable thinking (chat_template_kwargs enable_thinking=false)",
+        default=None,
+        help="disable thinking (chat_template_kwargs enable_thinking=false; <think> is stripped)",
     )
 
 
@@ -239,7 +241,7 @@ def client_from_args(args: argparse.Namespace, *, prefix: str = "", seed: int | 
         url,
         model,
         api_key_env=get("api_key_env") or "OPENAI_API_KEY",
-        concurrency=get("concurrency") or 16,
+        concurrency=get("concurrency") or DEFAULT_CONCURRENCY,
         timeout_s=get("llm_timeout") or 120.0,
         max_retries=3 if get("llm_retries") is None else get("llm_retries"),
         temperature=get("temperature"),

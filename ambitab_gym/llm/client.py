@@ -329,7 +329,8 @@ class LLMClient:
 
     def _body(self, messages: Sequence[Mapping[str, str]], overrides: Mapping[str, Any]) -> dict:
         body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
-        for key, value in {**self.params, **overrides}.items():
+        chosen = {**self.params, **{k: v for k, v in overrides.items() if v is not None}}
+        for key, value in chosen.items():
             if value is not None:
                 body[key] = value
         body.update(self.extra_body)

@@ -2,6 +2,8 @@
 
 * :class:`ScriptRule` - one scripted behaviour: when a request matches, reply with this text (or
   the n-th of several texts), after this latency, or fail with this fault.
+* :func:`role_rules` - a script for the four roles (asker, matcher, responder, solver) of
+  :mod:`ambitab_gym.llm.prompts`: the asker asks the given questions in turn, then stops.
 * :class:`ScriptedServer` - a real HTTP/1.1 server on 127.0.0.1 speaking
   ``POST /v1/chat/completions`` and ``GET /v1/models``, run in a background thread or in a
   separate process, with a control API to read the requests it received, its statistics
@@ -36,7 +38,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["FAULTS", "ScriptRule", "ScriptedServer", "main"]
+__all__ = ["ASKER_TURN_PATTERN", "FAULTS", "ScriptRule", "ScriptedServer", "main", "role_rules"]
 
 #: The faults the server can be told to produce.
 FAULTS = (
@@ -98,6 +100,38 @@ class ScriptRule:
     def from_dict(cls, data: Mapping[str, Any]) -> ScriptRule:
         """The rule of :meth:`to_dict`."""
         return cls(**dict(data))
+
+
+#: Matches once per earlier question in any asker prompt (ledger, direct and chat layouts).
+ASKER_TURN_PATTERN = r'(?m)(?:You asked:|^Q\d+: |"clarification", "output": "[^<])'
+
+
+def role_rules(
+    questions: Sequence[str] = ("Which one do you mean?",),
+    *,
+    matcher: str = '{"reasoning": "scripted", "action": "unanswerable()"}',
+    responder: str = '{"answer": "Scripted answer."}',
+    solver: str = '{"reasoning": "scripted", "type": "final_sql", "output": "SELECT 1"}',
+    latency_s: float | None = None,
+) -> list[ScriptRule]:
+    """A script for the roles of :mod:`ambitab_gym.llm.prompts`, told apart by their markers.
+
+    The asker's n-th decision asks ``questions[n]`` (as JSON), and stops after the last one.
+
+    Example:
+        >>> [r.when for r in role_rules()]
+        ['sharpen a database request', 'route one clarifying question', 'the person who wrote the database request', 'write the final SQL query']
+    """
+    from ambitab_gym.llm.prompts import ROLE_MARKERS
+
+    asks = [json.dumps({"type": "clarification", "output": q}) for q in questions]
+    asks.append(json.dumps({"type": "done", "output": None}))
+    return [
+        ScriptRule(asks, when=ROLE_MARKERS["asker"], count=ASKER_TURN_PATTERN, latency_s=latency_s),
+        ScriptRule(matcher, when=ROLE_MARKERS["matcher"], latency_s=latency_s),
+        ScriptRule(responder, when=ROLE_MARKERS["responder"], latency_s=latency_s),
+        ScriptRule(solver, when=ROLE_MARKERS["solver"], latency_s=latency_s),
+    ]
 
 
 def _words(text: Any) -> int:
