@@ -1,0 +1,354 @@
+"""``ambitab-gym report``: figures and the HTML page against independently computed figures.
+
+The expected numbers are computed here from the stored episode rows (read with plain DuckDB
+SQL) by a separate implementation of paper C.3 (populations, per-seed macro means, sample SD over
+seeds), and once by hand.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import statistics
+import struct
+import sys
+import textwrap
+from html.parser import HTMLParser
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from ambitab_gym.cli import main
+from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
+from ambitab_gym.evaluation.report import MissingPlotDependency, write_report
+
+COLUMNS = ("SR none", "SR asker", "SR full", "Precision", "Recall", "F1", "Gain", "Gap")
+
+WORD_ASKER = textwrap.dedent(
+    '''
+    """A test asker: asks about request words picked with its seed, stops at random."""
+    import re
+
+    import numpy as np
+
+    from ambitab_gym.actions import STOP
+
+
+    class WordAsker:
+        privileged = False
+
+        def reset(self, *, seed=None, record=None):
+            self.rng = np.random.default_rng(seed)
+
+        def act(self, view):
+            if view.questions_left <= 0 or self.rng.random() < 0.3:
+                return STOP
+            words = re.findall(r"[A-Za-z_]{4,}", view.spec.request)
+            if not words:
+                return STOP
+            word = words[int(self.rng.integers(len(words)))]
+            return f"Could you clarify what exactly you mean by {word}?"
+    '''
+)
+
+
+# -- independent expectations -------------------------------------------------------------------
+
+
+def stored_rows(path: Path, campaign_id: str) -> list[dict]:
+    """Episode rows straight from the DuckDB file."""
+    with duckdb.connect(str(path), read_only=True) as db:
+        cursor = db.execute(
+            "SELECT condition, seed, success, precision, recall, f1 FROM episodes "
+            "WHERE campaign_id = ?",
+            [campaign_id],
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def expected_figures(rows: list[dict]) -> dict[str, tuple[float, float] | None]:
+    """Mean and sample SD over seeds of the Table 8 columns (rates in [0, 1])."""
+    seeds = sorted({r["seed"] for r in rows})
+
+    def per_seed(condition: str, key: str, seed: int) -> float | None:
+        values = [
+            r[key]
+            for r in rows
+            if r["condition"] == condition and r["seed"] == seed and r[key] is not None
+        ]
+        return sum(values) / len(values) if values else None
+
+    columns = {
+        "SR none": [per_seed("none", "success", s) for s in seeds],
+        "SR asker": [per_seed("asker", "success", s) for s in seeds],
+        "SR full": [per_seed("full", "success", s) for s in seeds],
+        "Precision": [per_seed("asker", "precision", s) for s in seeds],
+        "Recall": [per_seed("asker", "recall", s) for s in seeds],
+        "F1": [per_seed("asker", "f1", s) for s in seeds],
+    }
+    columns["Gain"] = [a - n for a, n in zip(columns["SR asker"], columns["SR none"], strict=True)]
+    columns["Gap"] = [f - a for f, a in zip(columns["SR full"], columns["SR asker"], strict=True)]
+    out = {}
+    for name, values in columns.items():
+        kept = [v for v in values if v is not None]
+        if not kept:
+            out[name] = None
+        else:
+            sd = statistics.stdev(kept) if len(kept) > 1 else 0.0
+            out[name] = (sum(kept) / len(kept), sd)
+    return out
+
+
+class TableParser(HTMLParser):
+    """Rows of ``<table id="summary">``: campaign id -> list of (text, data-mean, data-sd)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, list[tuple[str, str | None, str | None]]] = {}
+        self.images: list[str] = []
+        self._table = None
+        self._row = None
+        self._cell = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self._table = attrs.get("id")
+        elif tag == "img":
+            self.images.append(attrs["src"])
+        elif tag == "tr" and self._table == "summary" and "data-campaign" in attrs:
+            self._row = self.rows.setdefault(attrs["data-campaign"], [])
+        elif tag == "td" and self._row is not None:
+            self._cell = [attrs.get("data-mean"), attrs.get("data-sd"), ""]
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[2] += data
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None:
+            mean, sd, text = self._cell
+            self._row.append((text.strip(), mean, sd))
+            self._cell = None
+        elif tag == "tr":
+            self._row = None
+        elif tag == "table":
+            self._table = None
+
+
+def parse_page(path: Path) -> TableParser:
+    parser = TableParser()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def assert_row_matches(cells, expected) -> None:
+    """The 8 figure cells (after corpus, setting, seeds, episodes) equal the expectation."""
+    figures = cells[4:]
+    assert len(figures) == len(COLUMNS)
+    for name, (text, mean, sd) in zip(COLUMNS, figures, strict=True):
+        want = expected[name]
+        if want is None:
+            assert mean == "" and text == "–", name
+            continue
+        assert float(mean) == pytest.approx(want[0], abs=1e-12), name
+        assert float(sd) == pytest.approx(want[1], abs=1e-12), name
+        assert text == f"{100 * want[0]:.1f} ± {100 * want[1]:.1f}", name
+
+
+def png_size(path: Path) -> tuple[int, int, float | None]:
+    """Width, height and dots per inch (from pHYs) of a PNG; fails on anything else."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    assert data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    dpi = None
+    at = data.find(b"pHYs")
+    if at > 0:
+        x_per_metre, _, unit = struct.unpack(">IIB", data[at + 4 : at + 13])
+        dpi = x_per_metre * 0.0254 if unit == 1 else None
+    assert data.endswith(b"IEND\xaeB`\x82"), f"{path} is truncated"
+    return width, height, dpi
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+
+def episode(campaign, condition, seed, record, success, precision, recall, f1):
+    return {
+        "campaign_id": campaign,
+        "condition": condition,
+        "seed": seed,
+        "record_id": record,
+        "avt_id": record,
+        "m": 1,
+        "success": success,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "error": None,
+    }
+
+
+@pytest.fixture
+def hand_file(tmp_path) -> Path:
+    """Two seeds x three records of one campaign, numbers chosen to work out by hand, plus a
+    leakage campaign and an evaluate campaign without episodes."""
+    path = tmp_path / "hand.duckdb"
+    with ResultsStore(path) as store:
+        config = {"asker": "pkg:MyAsker", "oracle": "deterministic", "solver": "interpretation"}
+        store.add_campaign("hand", config, kind="evaluate", corpus="taco", env_id="AmbiTab-TACO-v0")
+        store.add_campaign("leaky", {"x": 1}, kind="leakage", corpus="bird", env_id="")
+        store.add_campaign("empty", config, kind="evaluate", corpus="bird", env_id="")
+        table = {
+            # seed 0: SR none 1/3, asker 2/3, full 3/3; precision over n >= 1 (r3 asked nothing)
+            (0, "none"): [(0, None, 0, 0), (1, None, 0, 0), (0, None, 0, 0)],
+            (0, "asker"): [(1, 1.0, 1, 1), (1, 0.5, 1, 2 / 3), (0, None, 0, 0)],
+            (0, "full"): [(1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)],
+            # seed 1: SR none 1/3, asker 1/3, full 2/3
+            (1, "none"): [(0, None, 0, 0), (1, None, 0, 0), (0, None, 0, 0)],
+            (1, "asker"): [(0, 0.0, 0, 0), (1, 1.0, 0.5, 2 / 3), (0, 0.5, 0.5, 0.5)],
+            (1, "full"): [(1, 1, 1, 1), (0, 1, 1, 1), (1, 1, 1, 1)],
+        }
+        for (seed, condition), rows in table.items():
+            for i, (success, precision, recall, f1) in enumerate(rows):
+                store.add_episode(
+                    episode("hand", condition, seed, f"r{i}", success, precision, recall, f1)
+                )
+    return path
+
+
+def test_hand_worked_table(hand_file, tmp_path):
+    files = write_report(hand_file, tmp_path / "out", figures=False)
+    rows = parse_page(files.html).rows
+    assert list(rows) == ["hand"]
+    cells = rows["hand"]
+    assert [c[0] for c in cells[:4]] == ["TACO", "MyAsker", "2", "18"]
+    by_name = dict(zip(COLUMNS, (c[0] for c in cells[4:]), strict=True))
+    # SR asker per seed 2/3 and 1/3: mean 1/2, SD sqrt(((1/6)^2 * 2) / 1) = 0.2357
+    assert by_name["SR asker"] == "50.0 ± 23.6"
+    # precision per seed: (1 + 0.5) / 2 = 0.75 and (0 + 1 + 0.5) / 3 = 0.5
+    assert by_name["Precision"] == "62.5 ± 17.7"
+    # SR full 1 and 2/3; gap per seed 1/3 and 1/3
+    assert by_name["SR full"] == "83.3 ± 23.6"
+    assert by_name["Gap"] == "33.3 ± 0.0"
+    # gain per seed 1/3 and 0
+    assert by_name["Gain"] == "16.7 ± 23.6"
+    assert_row_matches(cells, expected_figures(stored_rows(hand_file, "hand")))
+    page = files.html.read_text(encoding="utf-8")
+    assert "leaky (kind &#x27;leakage&#x27;: not shown here)" in page
+    assert "empty (bird: no episodes stored)" in page
+    summary = json.loads(files.json.read_text())
+    assert summary[0]["campaign_id"] == "hand" and summary[0]["sr_asker"] == pytest.approx(0.5)
+
+
+@pytest.fixture(scope="module")
+def campaign_file(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A real results file: two corpora with a seeded word asker, one with the generic asker."""
+    root = tmp_path_factory.mktemp("campaigns")
+    (root / "wordasker_for_report.py").write_text(WORD_ASKER)
+    sys.path.insert(0, str(root))
+    try:
+        path = root / "results.duckdb"
+        ids = []
+        with ResultsStore(path) as store:
+            for corpus, asker in (
+                ("AmbiTab-TACO-v0", "wordasker_for_report:WordAsker"),
+                ("AmbiTab-Bird-v0", "wordasker_for_report:WordAsker"),
+                ("AmbiTab-Bird-v0", "generic"),
+            ):
+                config = CampaignConfig(corpus=corpus, asker=asker, seeds=(0, 1, 2), limit=12)
+                run_campaign(config, store, progress=False)
+                ids.append(config.campaign_id)
+            store.add_campaign("leak", {"probe": "x"}, kind="leakage", corpus="bird")
+    finally:
+        sys.path.remove(str(root))
+        sys.modules.pop("wordasker_for_report", None)
+    return path, ids
+
+
+def test_report_command_matches_stored_episodes(campaign_file, tmp_path, capsys):
+    path, ids = campaign_file
+    out = tmp_path / "report"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert str(out / "report.html") in printed and str(out / "figure3.png") in printed
+    assert "not shown: leak (kind 'leakage'" in printed
+
+    page = parse_page(out / "report.html")
+    assert set(page.rows) == set(ids)
+    for campaign_id in ids:
+        rows = stored_rows(path, campaign_id)
+        assert len(rows) == 3 * 3 * 12
+        assert_row_matches(page.rows[campaign_id], expected_figures(rows))
+    # corpus order of the paper: Bird before TACO; the two Bird settings are told apart
+    order = [page.rows[i][0][0] for i in page.rows]
+    assert order == ["Bird", "Bird", "TACO"]
+    assert {page.rows[i][1][0] for i in ids[1:]} == {"WordAsker", "generic"}
+
+    # the page is self-contained: the embedded image is figure3.png byte for byte
+    assert len(page.images) == 1 and page.images[0].startswith("data:image/png;base64,")
+    embedded = base64.b64decode(page.images[0].split(",", 1)[1])
+    assert embedded == (out / "figure3.png").read_bytes()
+
+    for name in ("figure3", "success", "precision", "recall"):
+        width, height, dpi = png_size(out / f"{name}.png")
+        assert dpi == pytest.approx(200, abs=1)
+        assert 600 <= width <= 2000 and 400 <= height <= 1400, (name, width, height)
+        assert (out / f"{name}.pdf").read_bytes().startswith(b"%PDF")
+    width, height, _ = png_size(out / "figure3.png")
+    assert 0.8 < width / height < 2.0
+    width, height, _ = png_size(out / "success.png")
+    assert width / height > 1.5  # a wide panel
+
+
+def test_campaign_selection(campaign_file, tmp_path, capsys):
+    path, ids = campaign_file
+    out = tmp_path / "one"
+    assert (
+        main(["report", str(path), "--out", str(out), "--campaign", ids[0][:8], "--no-figures"])
+        == 0
+    )
+    rows = parse_page(out / "report.html").rows
+    assert list(rows) == [ids[0]]
+    assert_row_matches(rows[ids[0]], expected_figures(stored_rows(path, ids[0])))
+
+    assert main(["report", str(path), "--out", str(out), "--campaign", "nosuchid"]) == 2
+    assert "no campaign in the results file match 'nosuchid'" in capsys.readouterr().err
+    assert main(["report", str(path), "--campaign", "leak", "--out", str(out)]) == 2
+    assert "nothing to report" in capsys.readouterr().err
+
+
+def test_missing_results_file(tmp_path, capsys):
+    missing = tmp_path / "none.duckdb"
+    assert main(["report", str(missing)]) == 2
+    assert "run `ambitab-gym evaluate" in capsys.readouterr().err
+    assert not missing.exists()
+
+
+def test_negative_gap_is_kept_signed(tmp_path):
+    path = tmp_path / "neg.duckdb"
+    with ResultsStore(path) as store:
+        store.add_campaign("neg", {"asker": "x"}, kind="evaluate", corpus="ambiqt")
+        for seed in (0, 1):
+            for condition, success in (("none", 0.0), ("asker", 1.0), ("full", 0.0)):
+                store.add_episode(episode("neg", condition, seed, "r0", success, 1.0, 1.0, 1.0))
+    files = write_report(path, tmp_path / "out")
+    cells = parse_page(files.html).rows["neg"]
+    assert dict(zip(COLUMNS, (c[0] for c in cells[4:]), strict=True))["Gap"] == "-100.0 ± 0.0"
+    assert png_size(files.out_dir / "success.png")[0] > 0
+
+
+def test_without_matplotlib(hand_file, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    with pytest.raises(MissingPlotDependency, match=re.escape("pip install 'ambitab-gym[plot]'")):
+        write_report(hand_file, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert main(["report", str(hand_file), "--out", str(tmp_path / "out")]) == 2
+    assert "ambitab-gym[plot]" in capsys.readouterr().err
+    assert main(["report", str(hand_file), "--out", str(tmp_path / "t"), "--no-figures"]) == 0
+    assert (tmp_path / "t" / "report.html").is_file()
+    assert not list((tmp_path / "t").glob("*.png"))
