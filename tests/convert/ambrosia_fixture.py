@@ -1,0 +1,131 @@
+"""A self-written file in Ambrosia's CSV format (Ambrosia's own data cannot be included).
+
+Columns as upstream: ``question, ambig_question, gold_queries, ambig_type, db_file, db_dump,
+is_ambiguous, split``. The databases are fictional. The ``gyms`` dump turns foreign keys on and
+deletes a gym, so its class link vanishes only through ``ON DELETE CASCADE`` (without the
+cascade no class is offered by every gym and the collective reading is empty); the ``hotels``
+dump has a MySQL line that SQLite rejects.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+GYMS_DUMP = """PRAGMA foreign_keys=ON;
+BEGIN TRANSACTION;
+CREATE TABLE gym (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE fitness_class (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE gym_class (
+    gym_id INTEGER NOT NULL REFERENCES gym(id) ON DELETE CASCADE,
+    class_id INTEGER NOT NULL REFERENCES fitness_class(id) ON DELETE CASCADE,
+    PRIMARY KEY (gym_id, class_id)
+);
+CREATE INDEX gym_class_by_class ON gym_class(class_id);
+INSERT INTO gym VALUES (1, 'North'), (2, 'South'), (3, 'East'), (4, 'Closed');
+INSERT INTO fitness_class VALUES (1, 'yoga'), (2, 'spin'), (3, 'boxing');
+INSERT INTO gym_class VALUES (1, 1), (1, 2), (2, 1), (2, 3), (3, 1), (3, 2), (4, 1);
+UPDATE fitness_class SET name = 'pilates' WHERE id = 3;
+DELETE FROM gym WHERE id = 4;
+CREATE VIEW gym_class_names AS
+    SELECT g.name AS gym, c.name AS class FROM gym g
+    JOIN gym_class l ON l.gym_id = g.id JOIN fitness_class c ON c.id = l.class_id;
+COMMIT;
+"""
+
+HOTELS_DUMP = """SET NAMES utf8mb4;
+CREATE TABLE hotel (name TEXT, has_pool INTEGER);
+CREATE TABLE restaurant (name TEXT, has_pool INTEGER);
+INSERT INTO hotel VALUES ('Grand', 1), ('Budget Inn', 0);
+INSERT INTO restaurant VALUES ('Lido', 1), ('Corner Bistro', 0);
+"""
+
+SHOPS_DUMP = """CREATE TABLE shop (name TEXT, customers INTEGER, rating REAL);
+INSERT INTO shop VALUES ('Alpha', 150, 3.5), ('Beta', 40, 4.6), ('Gamma', 220, 4.8), ('Delta', 10, 2.0);
+"""
+
+GYMS = "data/scope/gyms/gyms.sqlite"
+HOTELS = "data/attachment/hotels/hotels.sqlite"
+SHOPS = "data/vague/shops/shops.sqlite"
+
+COLLECTIVE_SQL = (
+    "SELECT c.name FROM fitness_class AS c JOIN gym_class AS l ON l.class_id = c.id "
+    "GROUP BY c.id HAVING COUNT(DISTINCT l.gym_id) = (SELECT COUNT(*) FROM gym)"
+)
+DISTRIBUTIVE_SQL = (
+    "SELECT g.name, c.name FROM gym AS g JOIN gym_class AS l ON l.gym_id = g.id "
+    "JOIN fitness_class AS c ON c.id = l.class_id"
+)
+BOTH_POOL_SQL = (
+    "SELECT name FROM hotel WHERE has_pool = 1 UNION SELECT name FROM restaurant WHERE has_pool = 1"
+)
+RESTAURANT_POOL_SQL = "SELECT name FROM hotel UNION SELECT name FROM restaurant WHERE has_pool = 1"
+CUSTOMERS_SQL = "SELECT name FROM shop WHERE customers > 100"
+RATING_SQL = "SELECT name FROM shop WHERE rating > 4"
+# two readings that return the same rows: the item is dropped
+SAME_A_SQL = "SELECT name FROM shop WHERE customers > 200"
+SAME_B_SQL = "SELECT name FROM shop WHERE rating > 4.7"
+
+
+def _row(question, gold, kind, db_file, dump, ambiguous, ambig_question="", split="test"):
+    return {
+        "question": question,
+        "ambig_question": ambig_question,
+        "gold_queries": "\n\n".join(gold),
+        "ambig_type": kind,
+        "db_file": db_file,
+        "db_dump": dump,
+        "is_ambiguous": str(ambiguous),
+        "split": split,
+    }
+
+
+def rows() -> list[dict[str, str]]:
+    q_gym = "Which classes does every gym offer?"
+    q_pool = "List hotels and restaurants with a pool."
+    q_popular = "Which shops are popular?"
+    q_busy = "Which shops are busy?"
+    q_big = "Which shops are big?"
+    return [
+        _row(q_gym, [COLLECTIVE_SQL, DISTRIBUTIVE_SQL], "scope", GYMS, GYMS_DUMP, True),
+        _row("Which classes are offered by all gyms?", [COLLECTIVE_SQL], "scope", GYMS,
+             GYMS_DUMP, False, q_gym),
+        _row("For each gym, which classes does it offer?", [DISTRIBUTIVE_SQL], "scope", GYMS,
+             GYMS_DUMP, False, q_gym),
+        _row(q_pool, [BOTH_POOL_SQL, RESTAURANT_POOL_SQL], "attachment", HOTELS, HOTELS_DUMP, True),
+        _row("List hotels with a pool and restaurants with a pool.", [BOTH_POOL_SQL],
+             "attachment", HOTELS, HOTELS_DUMP, False, q_pool),
+        _row("List all hotels, and the restaurants that have a pool.", [RESTAURANT_POOL_SQL],
+             "attachment", HOTELS, HOTELS_DUMP, False, q_pool),
+        _row(q_popular, [CUSTOMERS_SQL, RATING_SQL], "vague", SHOPS, SHOPS_DUMP, True),
+        _row("Which shops have more than 100 customers?", [CUSTOMERS_SQL], "vague", SHOPS,
+             SHOPS_DUMP, False, q_popular),
+        _row("Which shops have a rating above 4?", [RATING_SQL], "vague", SHOPS, SHOPS_DUMP,
+             False, q_popular),
+        # a reading without its own question row: too few readings remain
+        _row(q_busy, [CUSTOMERS_SQL, "SELECT name FROM shop WHERE customers > 5"], "vague",
+             SHOPS, SHOPS_DUMP, True),
+        _row("Which shops are busy, meaning over 100 customers?", [CUSTOMERS_SQL], "vague",
+             SHOPS, SHOPS_DUMP, False, q_busy),
+        # two readings with the same result
+        _row(q_big, [SAME_A_SQL, SAME_B_SQL], "vague", SHOPS, SHOPS_DUMP, True),
+        _row("Which shops have more than 200 customers?", [SAME_A_SQL], "vague", SHOPS,
+             SHOPS_DUMP, False, q_big),
+        _row("Which shops are rated above 4.7?", [SAME_B_SQL], "vague", SHOPS, SHOPS_DUMP,
+             False, q_big),
+        # a few-shot example: excluded
+        _row("Which shops does every customer like?", [RATING_SQL, CUSTOMERS_SQL], "scope",
+             SHOPS, SHOPS_DUMP, True, split="few_shot"),
+    ]  # fmt: skip
+
+
+def write_ambrosia_csv(folder: Path) -> Path:
+    """Write ``ambrosia.csv`` into ``folder``; returns its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "ambrosia.csv"
+    data = rows()
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(data[0]))
+        writer.writeheader()
+        writer.writerows(data)
+    return path
