@@ -245,6 +245,8 @@ class Corpus:
             raise FileNotFoundError(f"corpus {self.name!r}: database file {source} is missing")
         if source.suffix != ".sql":
             return source
+        if kind not in _BUILDERS:
+            _load_engine_module(kind)
         builder = _BUILDERS.get(kind)
         if builder is None:
             raise ValueError(f"no builder for {kind!r} databases; import its engine module first")
