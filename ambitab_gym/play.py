@@ -1,0 +1,332 @@
+"""Play an AmbiTab task in a terminal: a person is the asker, and the SQL writer without a solver.
+
+* :class:`PlaySession` - the interactive loop over any pair of text streams (a terminal, a pipe,
+  or ``io.StringIO`` in tests).
+* :class:`PlayOutcome` - how a session ended.
+* :func:`make_play_env` - the env a session runs: ``solver`` mode with a solver, ``agent`` mode
+  (the person types SQL) without.
+
+What the person sees is what an agent sees (DESIGN section 3): the public task, the budget, the
+oracle's answers, and at the end the verdict's reason (``match``, ``mismatch``, ``syntax``, ...).
+Never the ambiguities, resolutions, credits, reference SQL, record id or verdict detail. The
+SQL of the interpretation solver is not shown either: that solver picks one of the task's
+reference queries, so its SQL would reveal them.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from ambitab_gym.actions import STOP, parse_action
+from ambitab_gym.env import AmbiTabEnv
+
+__all__ = ["COMMANDS", "PlayOutcome", "PlaySession", "make_play_env"]
+
+#: The session's commands (anything else typed while asking is a question).
+COMMANDS = {
+    "/help": "show this help",
+    "/stop": f"stop asking (typing {STOP} or 'stop' does the same)",
+    "/task": "show the task again",
+    "/dialogue": "show the questions and answers so far",
+    "/quit": "leave without finishing the episode",
+}
+
+_REASONS = {
+    "match": "the result matches the hidden intent",
+    "mismatch": "the result differs from the hidden intent's",
+    "no_sql": "no SQL was given",
+    "timeout": "the query ran too long",
+    "rejected": "the statement was refused (one read-only query only)",
+    "syntax": "the SQL did not parse",
+    "runtime": "the query failed while running",
+    "too_many_rows": "the query returned too many rows",
+    "too_large": "the result was too large",
+    "engine": "the database engine failed",
+    "reference_error": "the task's own check failed (a corpus problem)",
+}
+
+
+@dataclass(frozen=True)
+class PlayOutcome:
+    """How a session ended.
+
+    Attributes:
+        finished: the episode reached a verdict (False after ``/quit`` or end of input).
+        success: the verdict, when finished.
+        verdict_reason: the verdict's reason, when finished.
+        questions: questions asked.
+        stop_reason: why asking ended (``asker``, ``budget``, ``skipped``), if it did.
+    """
+
+    finished: bool
+    success: bool | None = None
+    verdict_reason: str | None = None
+    questions: int = 0
+    stop_reason: str | None = None
+
+
+def make_play_env(
+    env_id: str,
+    *,
+    solver: str = "interpretation",
+    split: str | None = None,
+    llm_client: Any = None,
+) -> AmbiTabEnv:
+    """The env of a play session.
+
+    Args:
+        env_id: env id, corpus name or corpus folder.
+        solver: ``interpretation``, ``llm``, ``module:callable``, or ``none`` (the person writes
+            the SQL).
+        split: play records of this split only.
+        llm_client: the LLM client, for ``solver="llm"``.
+
+    Returns:
+        An :class:`AmbiTabEnv` with ``render_mode="ansi"`` that skips asking on m = 0 records
+        (as evaluation does).
+    """
+    from ambitab_gym.corpora import load_corpus
+    from ambitab_gym.evaluation.components import make_solver
+
+    corpus = load_corpus(env_id)
+    common = {"split": split, "zero_ambiguity": "skip", "render_mode": "ansi"}
+    if solver == "none":
+        return AmbiTabEnv(corpus, mode="agent", **common)
+    policy = make_solver(solver, corpus, llm_client=llm_client)
+    return AmbiTabEnv(corpus, solver=policy, mode="solver", **common)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class PlaySession:
+    """One episode with a person at the keyboard.
+
+    Args:
+        env: the env (``agent`` or ``solver`` mode); see :func:`make_play_env`.
+        input: where the person's lines come from (default ``sys.stdin``; a terminal gets line
+            editing through :func:`input`).
+        output: where the session writes (default ``sys.stdout``).
+        seed: the reset seed (draws the record unless ``record_id`` is given).
+        record_id: play this record.
+        echo: repeat each line read after its prompt (default: when the input is not a
+            terminal, so piped and scripted sessions read like transcripts).
+
+    Example:
+        >>> import io
+        >>> env = make_play_env("bird", solver="none")
+        >>> typed = io.StringIO("Which year?\\n/stop\\nSELECT 1;\\n")
+        >>> shown = io.StringIO()
+        >>> outcome = PlaySession(env, input=typed, output=shown, seed=0).run()
+        >>> outcome.finished, outcome.questions, outcome.verdict_reason
+        (True, 1, 'mismatch')
+        >>> "A1: " in shown.getvalue() and "Verdict: failure" in shown.getvalue()
+        True
+    """
+
+    def __init__(
+        self,
+        env: AmbiTabEnv,
+        *,
+        input: TextIO | None = None,
+        output: TextIO | None = None,
+        seed: int | None = None,
+        record_id: str | None = None,
+        echo: bool | None = None,
+    ) -> None:
+        if env.mode not in ("agent", "solver"):
+            raise ValueError("play needs an env in 'agent' or 'solver' mode (see make_play_env)")
+        self.env = env
+        self._terminal = input is None and sys.stdin.isatty()
+        self.input = input if input is not None else sys.stdin
+        self.output = output if output is not None else sys.stdout
+        self.seed = seed
+        self.record_id = record_id
+        #: repeat each line read after its prompt, so a piped session reads like a transcript
+        self.echo = echo if echo is not None else not self._terminal and not _isatty(self.input)
+
+    # -- terminal ----------------------------------------------------------------------------
+
+    def _say(self, text: str = "") -> None:
+        self.output.write(text + "\n")
+        self.output.flush()
+
+    def _read(self, prompt: str) -> str | None:
+        """The next line without its newline, or None at the end of input."""
+        if self._terminal:
+            try:
+                return input(prompt)
+            except EOFError:
+                self._say()
+                return None
+        self.output.write(prompt)
+        self.output.flush()
+        line = self.input.readline()
+        if not line:
+            self._say()
+            return None
+        line = line.rstrip("\r\n")
+        if self.echo:
+            self._say(line)
+        return line
+
+    def _help(self) -> None:
+        self._say("Commands:")
+        for name, text in COMMANDS.items():
+            self._say(f"  {name:<10} {text}")
+        if self.env.mode == "agent":
+            self._say("After asking, type the SQL; end it with ';' or an empty line.")
+        else:
+            self._say(f"After asking, the {self._solver_name()} solver writes the SQL.")
+
+    def _solver_name(self) -> str:
+        solver = self.env.solver
+        return str(getattr(solver, "name", None) or type(solver).__name__)
+
+    def _dialogue(self) -> None:
+        text = self.env.public_view.render_dialogue()
+        self._say(text or "(no questions yet)")
+
+    # -- the episode -------------------------------------------------------------------------
+
+    def run(self) -> PlayOutcome:
+        """Play one episode; returns how it ended."""
+        options = {"record_id": self.record_id} if self.record_id else None
+        obs, info = self.env.reset(seed=self.seed, options=options)
+        corpus = self.env.corpus
+        where = f", seed {self.seed}" if self.seed is not None and not self.record_id else ""
+        self._say(f"== ambitab-gym play: {corpus.name} ({corpus.origin}{where}) ==")
+        self._say()
+        self._say(obs["task"])
+        self._say()
+        left = int(obs["questions_left"])
+        if left == 0:
+            self._say("This task allows no clarifying questions.")
+            self._announce_solver()
+            info = self._after_stop(self._step(STOP)[1])
+        else:
+            self._say(
+                f"You may ask up to {left} clarifying question(s). "
+                "Type /stop when you are done asking, /help for commands."
+            )
+            quit_now, info = self._ask()
+            if quit_now:
+                return self._outcome(finished=False)
+        if info["phase"] == "sql" and not self._write_sql():
+            return self._outcome(finished=False)
+        return self._outcome(finished=True)
+
+    def _step(self, action: str) -> tuple[dict, dict]:
+        obs, _, _, _, info = self.env.step(action)
+        return obs, info
+
+    def _ask(self) -> tuple[bool, dict]:
+        """The asking phase; returns ``(quit, info)``."""
+        while True:
+            asked = len(self.env.public_view.dialogue)
+            line = self._read(f"Q{asked + 1}> ")
+            if line is None:
+                return True, {}
+            text = line.strip()
+            if not text:
+                continue
+            command = text.lower()
+            if command in ("/quit", "/exit"):
+                return True, {}
+            if command == "/help":
+                self._help()
+                continue
+            if command == "/task":
+                self._say(self.env.public_view.render_task())
+                continue
+            if command == "/dialogue":
+                self._dialogue()
+                continue
+            if command.startswith("/") and command != "/stop":
+                self._say(f"Unknown command {text!r}; /help lists the commands.")
+                continue
+            if command == "/stop" or parse_action(text).kind == "stop":
+                self._say("You stopped asking.")
+                self._announce_solver()
+                _, info = self._step(STOP)
+                return False, self._after_stop(info)
+            _, info = self._step(text)
+            dialogue = self.env.public_view.dialogue
+            if len(dialogue) > asked:
+                self._say(f"A{len(dialogue)}: {dialogue[-1].answer}")
+            if info["phase"] != "ask":
+                self._say("The question budget is spent.")
+                return False, self._after_stop(info)
+            self._say(f"({info['questions_left']} question(s) left)")
+
+    def _announce_solver(self) -> None:
+        if self.env.mode == "solver":
+            self._say(f"The {self._solver_name()} solver is writing the SQL ...")
+
+    def _after_stop(self, info: dict) -> dict:
+        if info["phase"] == "done" and self.env.mode == "solver":
+            self._show_solver_sql()
+        return info
+
+    def _show_solver_sql(self) -> None:
+        from ambitab_gym.policies.interpretation import InterpretationSolver
+
+        solver = self.env.solver
+        if isinstance(solver, InterpretationSolver) or getattr(solver, "privileged", False):
+            self._say("(this solver's SQL is one of the task's reference queries: not shown)")
+            return
+        trajectory = self.env.trajectory
+        sql = trajectory.sql if trajectory is not None else None
+        self._say(f"Solver's SQL:\n{sql}" if sql else "The solver gave no SQL.")
+
+    def _write_sql(self) -> bool:
+        """The SQL phase of agent mode; returns False when the person quits."""
+        self._say("Asking is over. Type your SQL; end it with ';' or an empty line.")
+        lines: list[str] = []
+        while True:
+            line = self._read("SQL> " if not lines else "...> ")
+            if line is None and not lines:
+                return False
+            if line is not None and not lines:
+                command = line.strip().lower()
+                if command in ("/quit", "/exit"):
+                    return False
+                if command in ("/help", "/task", "/dialogue"):
+                    {"/help": self._help, "/dialogue": self._dialogue}.get(
+                        command, lambda: self._say(self.env.public_view.render_task())
+                    )()
+                    continue
+                if not command:
+                    continue
+            if line is None or not line.strip():
+                break
+            lines.append(line)
+            if line.rstrip().endswith(";"):
+                break
+        self._step("\n".join(lines).strip())
+        return True
+
+    def _outcome(self, *, finished: bool) -> PlayOutcome:
+        trajectory = self.env.trajectory
+        assert trajectory is not None
+        verdict = trajectory.verdict
+        if finished and verdict is not None:
+            explained = _REASONS.get(verdict.reason, verdict.reason)
+            result = "success" if verdict.success else "failure"
+            self._say(f"Verdict: {result} ({verdict.reason}: {explained}).")
+        elif not finished:
+            self._say("Left without a verdict.")
+        self._say(f"Questions asked: {trajectory.n_questions}.")
+        return PlayOutcome(
+            finished=finished and verdict is not None,
+            success=None if verdict is None else bool(verdict.success),
+            verdict_reason=None if verdict is None else verdict.reason,
+            questions=trajectory.n_questions,
+            stop_reason=trajectory.stop_reason,
+        )
