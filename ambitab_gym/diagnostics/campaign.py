@@ -1,0 +1,332 @@
+"""Leakage campaigns: the runs behind the four diagnostics, stored in the results store.
+
+* :class:`LeakageConfig` - what a campaign runs; its hash is the campaign id, so rerunning the
+  same config resumes it (only missing episodes run).
+* :func:`run_leakage` - run (or resume) every condition of :data:`CONDITIONS` over the records
+  and seeds, store each episode (campaign kind ``"leakage"``), return the :class:`LeakageReport`.
+* :func:`stored_leakage_report` - the report of a stored campaign.
+
+The runs (paper A.4): the evaluated asker under O and under (match, resp*) [dJ_resp]; the
+specification-randomized asker under (match, resp*) and under O* [dRec_spec^Q and Theorem 1's
+reference term]; pi_full^adv (:class:`~ambitab_gym.policies.scripted.FullAsker` behind
+:class:`~ambitab_gym.wrappers.AdversarialProbe`) under O and O* [dJ_full]; pi_none^adv
+(:class:`~ambitab_gym.policies.scripted.GenericAsker`) under (match, resp*) and O* [dRec_none].
+O* is the corpus's deterministic oracle. Every run uses the same records, seeds and solver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ambitab_gym.corpora import Corpus, load_corpus
+from ambitab_gym.diagnostics.estimates import CONDITIONS, LeakageReport, leakage_report
+from ambitab_gym.diagnostics.probes import PROBE_ASKERS, PROBE_SOLVERS
+from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.evaluation.components import (
+    ASKERS,
+    LEAKY_ORACLES,
+    SOLVERS,
+    make_asker,
+    make_oracle,
+    make_solver,
+)
+from ambitab_gym.evaluation.runner import play_episode
+from ambitab_gym.evaluation.store import ResultsStore
+from ambitab_gym.oracles import Oracle, deterministic_oracle
+from ambitab_gym.policies.scripted import FullAsker, GenericAsker
+from ambitab_gym.records import TaskRecord
+from ambitab_gym.verify import Verifier
+from ambitab_gym.wrappers.leakage import AdversarialProbe, HybridOracle, SpecificationRandomization
+
+__all__ = ["LeakageConfig", "run_leakage", "stored_leakage_report"]
+
+
+@dataclass(frozen=True)
+class LeakageConfig:
+    """A leakage campaign's definition.
+
+    Attributes:
+        corpus: env id, corpus name or folder.
+        asker: the evaluated asker (a name of ``evaluate --asker``, or ``schema-probe``).
+        oracle: the oracle O under study (``deterministic``, ``llm``, a leaky oracle, or
+            ``module:callable``).
+        solver: ``interpretation``, ``dialogue-sql``, ``dialogue-sql-blind``, ``llm`` or
+            ``module:callable``.
+        seeds: evaluation seeds.
+        split: a split, or None for every record.
+        budget_slack: decisions allowed beyond m (paper: 3).
+        limit: only the first ``limit`` records of the split.
+        spec_seed: seed of the replacement map of the specification randomization (one map,
+            reused across the evaluation seeds).
+        conditions: which runs of :data:`CONDITIONS` to do (default all).
+        llm: LLM server options that identify the model.
+    """
+
+    corpus: str
+    asker: str
+    oracle: str = "deterministic"
+    solver: str = "interpretation"
+    seeds: tuple[int, ...] = (0,)
+    split: str | None = None
+    budget_slack: int = 3
+    limit: int | None = None
+    spec_seed: int = 0
+    conditions: tuple[str, ...] = tuple(CONDITIONS)
+    llm: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.conditions) - set(CONDITIONS)
+        if unknown:
+            raise ValueError(f"unknown conditions {sorted(unknown)}; use {sorted(CONDITIONS)}")
+        if not self.seeds:
+            raise ValueError("a leakage campaign needs at least one seed")
+
+    @property
+    def campaign_id(self) -> str:
+        """A stable id: the hash of the configuration."""
+        payload = json.dumps({"kind": "leakage", **asdict(self)}, sort_keys=True, default=list)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _known(kind: str, name: str, names: Iterable[str]) -> None:
+    if ":" not in name and name not in names:
+        raise ValueError(
+            f"unknown {kind} {name!r}; use one of {', '.join(names)}, or an import path "
+            "'module:callable'"
+        )
+
+
+def _solver(name: str, corpus: Corpus, llm_client: Any) -> Any:
+    _known("solver", name, [*SOLVERS, *PROBE_SOLVERS])
+    if name in PROBE_SOLVERS:
+        return PROBE_SOLVERS[name](corpus)
+    return make_solver(name, corpus, llm_client=llm_client)
+
+
+def _asker(name: str, corpus: Corpus, llm_client: Any) -> Any:
+    if not name.startswith("llm:"):
+        _known("asker", name, [*ASKERS, *PROBE_ASKERS, "llm:STRATEGY"])
+    if name in PROBE_ASKERS:
+        return PROBE_ASKERS[name]()
+    return make_asker(name, corpus=corpus, llm_client=llm_client)
+
+
+class _Parts:
+    """Builds the env and the asker of each condition."""
+
+    def __init__(
+        self,
+        config: LeakageConfig,
+        corpus: Corpus,
+        records: list[TaskRecord],
+        actual: Oracle,
+        solver: Any,
+        llm_client: Any,
+    ) -> None:
+        self.config, self.corpus, self.records = config, corpus, records
+        self.actual = actual
+        self.reference = deterministic_oracle(corpus.manifest.oracle)
+        self.solver, self.llm_client = solver, llm_client
+        # One verifier for every env of the campaign: engines and reference results are opened
+        # and computed once, not once per condition (the event loop runs verifications one at
+        # a time, so sharing is safe).
+        self.verifier = Verifier(corpus.open_engine)
+
+    def env(self, condition: str) -> Any:
+        policy, oracle = CONDITIONS[condition]
+        env: Any = AmbiTabEnv(
+            self.corpus,
+            split=self.config.split,
+            record_ids=[r.id for r in self.records],
+            oracle=self.reference if oracle == "reference" else self.actual,
+            solver=self.solver,
+            budget_slack=self.config.budget_slack,
+            zero_ambiguity="skip",
+        )
+        env.verifier.close()
+        env.verifier = self.verifier
+        if oracle == "hybrid":
+            env = HybridOracle(env)
+        if policy == "asker^Q":
+            env = SpecificationRandomization(
+                env, seed=self.config.spec_seed, pool=self.corpus.split(self.config.split)
+            )
+        elif policy == "full^adv":
+            env = AdversarialProbe(env)
+        return env
+
+    def asker(self, condition: str, env: Any) -> Any:
+        policy = CONDITIONS[condition][0]
+        if policy == "full^adv":
+            return FullAsker()  # reworded into pi_full^adv by AdversarialProbe
+        if policy == "none^adv":
+            return GenericAsker()
+        asker = _asker(self.config.asker, self.corpus, self.llm_client)
+        return env.wrap_asker(asker) if policy == "asker^Q" else asker
+
+
+def _replacements(parts: _Parts) -> dict[str, str]:
+    env = parts.env("spec:hybrid")
+    try:
+        return env.donors
+    finally:
+        env.close()
+
+
+def _links(corpus: Corpus, donors: dict[str, str]) -> list[tuple[str, str]]:
+    pairs = {(corpus.record(rid).avt_id, corpus.record(did).avt_id) for rid, did in donors.items()}
+    return sorted(pairs)
+
+
+async def _run(
+    todo: list[tuple[str, int, TaskRecord]],
+    parts: _Parts,
+    store: ResultsStore,
+    campaign_id: str,
+    *,
+    concurrency: int,
+    progress: bool,
+) -> None:
+    queue: asyncio.Queue = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+    bar = tqdm(total=len(todo), disable=not progress, unit="ep", desc="leakage", leave=False)
+
+    async def worker() -> None:
+        built: dict[str, tuple[Any, Any]] = {}
+        try:
+            while True:
+                try:
+                    condition, seed, record = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                if condition not in built:
+                    env = parts.env(condition)
+                    built[condition] = (env, parts.asker(condition, env))
+                env, asker = built[condition]
+                row, _ = await play_episode(env, asker, record, seed=seed)
+                row.update(campaign_id=campaign_id, condition=condition, seed=seed)
+                store.add_episode(row)
+                bar.update(1)
+        finally:
+            for env, _ in built.values():
+                env.close()
+
+    try:
+        count = max(1, min(concurrency, len(todo)))
+        await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(count)))
+    finally:
+        bar.close()
+        store.flush()
+
+
+def run_leakage(
+    config: LeakageConfig,
+    results: str | Path | ResultsStore,
+    *,
+    concurrency: int = 1,
+    llm_client: Any = None,
+    progress: bool = True,
+    oracle_options: dict | None = None,
+    resamples: int = 2000,
+    bootstrap_seed: int = 0,
+) -> LeakageReport:
+    """Run (or resume) a leakage campaign and return its report.
+
+    Args:
+        config: the campaign.
+        results: a DuckDB results file or an open :class:`ResultsStore`.
+        concurrency: episodes in flight at once (useful with LLM servers).
+        llm_client: the LLM client for ``llm`` askers, solvers and oracles.
+        progress: show a progress bar on stderr.
+        oracle_options: extra options for the oracle factory.
+        resamples: bootstrap resamples (paper: 2,000).
+        bootstrap_seed: the bootstrap's seed.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.duckdb")
+        >>> config = LeakageConfig("AmbiTab-Bird-v0", asker="generic",
+        ...                        oracle="generic-credit-matcher", limit=12)
+        >>> report = run_leakage(config, path, progress=False, resamples=200)
+        >>> report.to_json()["d_rec_none"]["mean"], report.reference_ok
+        (100.0, True)
+    """
+    corpus = load_corpus(config.corpus)
+    records = corpus.split(config.split)
+    if config.limit is not None:
+        records = records[: config.limit]
+    if not records:
+        raise ValueError(f"no records to run in corpus {corpus.name!r}")
+    own_store = not isinstance(results, ResultsStore)
+    store = ResultsStore(results) if own_store else results
+    parts: _Parts | None = None
+    try:
+        solver = _solver(config.solver, corpus, llm_client)
+        _known("oracle", config.oracle, ["deterministic", "llm", *LEAKY_ORACLES])
+        actual = make_oracle(config.oracle, corpus, llm_client=llm_client, **(oracle_options or {}))
+        parts = _Parts(config, corpus, records, actual, solver, llm_client)
+        donors = _replacements(parts)
+        campaign_id = config.campaign_id
+        store.add_campaign(
+            campaign_id,
+            {**asdict(config), "replacements": donors, "replacement_links": _links(corpus, donors)},
+            kind="leakage",
+            corpus=corpus.name,
+            env_id=corpus.env_id or "",
+        )
+        done = store.done_keys(campaign_id)
+        todo = [
+            (condition, seed, record)
+            for seed in config.seeds
+            for condition in config.conditions
+            for record in records
+            if (condition, seed, record.id) not in done
+        ]
+        if todo:
+            asyncio.run(
+                _run(
+                    todo,
+                    parts,
+                    store,
+                    campaign_id,
+                    concurrency=concurrency,
+                    progress=progress,
+                )
+            )
+        return stored_leakage_report(
+            store, campaign_id, resamples=resamples, bootstrap_seed=bootstrap_seed
+        )
+    finally:
+        if parts is not None:
+            parts.verifier.close()
+        if own_store:
+            store.close()
+
+
+def stored_leakage_report(
+    store: ResultsStore, campaign_id: str, *, resamples: int = 2000, bootstrap_seed: int = 0
+) -> LeakageReport:
+    """The report of a stored leakage campaign (its replacement links come from its config).
+
+    Raises:
+        ValueError: when the store has no leakage campaign with this id.
+    """
+    campaign = store.campaign(campaign_id)
+    if campaign is None or campaign["kind"] != "leakage":
+        raise ValueError(f"{store.path} holds no leakage campaign {campaign_id!r}")
+    links = [tuple(pair) for pair in campaign["config"].get("replacement_links", [])]
+    return leakage_report(
+        store.episodes(campaign_id),
+        replacement_links=links,
+        resamples=resamples,
+        seed=bootstrap_seed,
+    )
