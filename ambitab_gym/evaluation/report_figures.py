@@ -1,0 +1,276 @@
+"""The report's figures in the style of paper Figure 3 (a-c), drawn with matplotlib.
+
+* :func:`plot_figures` - success rate, precision and recall per corpus (and the three panels
+  combined) as PNG and PDF.
+* :func:`import_matplotlib` - matplotlib, imported lazily; :class:`MissingPlotDependency` when
+  it is not installed (``pip install 'ambitab-gym[plot]'``).
+
+Conventions (paper Figure 3, C.2, C.3): one group per corpus (and split), one slot per campaign
+setting. Success rate: a pale bar for SR without disambiguation, a solid bar for SR with the
+evaluated asker, a black line for SR with full disambiguation, and the signed gap J_full -
+J_asker hatched between the asker bar and the line (back-hatched when the asker is above full),
+its value in points above the slot. Precision and recall: the bar hatched up to the 100%
+reference. Error bars: sample SD over seeds. Colours: the Okabe-Ito palette.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ambitab_gym.evaluation.summary import Stat
+
+if TYPE_CHECKING:
+    from ambitab_gym.evaluation.report import ReportEntry
+
+__all__ = ["PALETTE", "MissingPlotDependency", "import_matplotlib", "plot_figures"]
+
+#: Okabe-Ito colours (distinguishable with the common colour-vision deficiencies).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
+_INSTALL_HINT = "plotting needs matplotlib: pip install 'ambitab-gym[plot]'"
+
+
+class MissingPlotDependency(RuntimeError):
+    """matplotlib is not installed.
+
+    >>> str(MissingPlotDependency(_INSTALL_HINT)).endswith("pip install 'ambitab-gym[plot]'")
+    True
+    """
+
+
+def import_matplotlib():
+    """matplotlib, imported lazily. Figures are ``Figure`` objects saved by the Agg/PDF canvases,
+    so pyplot's global state and the user's backend are left alone."""
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise MissingPlotDependency(_INSTALL_HINT) from None
+    return matplotlib, Figure
+
+
+def _pale(colour: str, share: float = 0.38) -> tuple[float, float, float]:
+    r, g, b = (int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return tuple(share * c + (1 - share) for c in (r, g, b))
+
+
+_STYLE = {
+    "font.size": 8.5,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.linewidth": 0.8,
+    "hatch.linewidth": 0.6,
+    "errorbar.capsize": 2,
+    "pdf.fonttype": 42,
+}
+_ERR = {"fmt": "none", "ecolor": "#333333", "elinewidth": 0.8, "capthick": 0.8, "zorder": 4}
+_PANELS = {"success": "Success rate", "precision": "Precision", "recall": "Recall"}
+_GAP, _OVER = "/////", "\\\\\\\\\\"
+
+
+class _Layout:
+    """Bar positions: one group per corpus, one slot per series label."""
+
+    def __init__(self, entries: Sequence[ReportEntry]) -> None:
+        self.groups = list(dict.fromkeys(e.group for e in entries))
+        self.labels = list(dict.fromkeys(e.label for e in entries))
+        self.colours = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(self.labels)}
+        self.slot = 0.8 / len(self.labels)
+
+    def x(self, entry: ReportEntry) -> float:
+        i, n = self.labels.index(entry.label), len(self.labels)
+        return self.groups.index(entry.group) + (i - (n - 1) / 2) * self.slot
+
+
+def _pct(stat: Stat) -> tuple[float, float] | None:
+    return None if stat.mean is None else (100 * stat.mean, 100 * (stat.sd or 0.0))
+
+
+def _err(ax, x: float, value: tuple[float, float]) -> None:
+    if value[1] > 1e-9:  # an SD of 0 (one seed, or no variation) draws no bar
+        ax.errorbar(x, value[0], value[1], **_ERR)
+
+
+def _hatched(ax, x, bottom, height, width, colour, pattern=_GAP) -> None:
+    ax.bar(
+        x,
+        height,
+        width,
+        bottom=bottom,
+        facecolor="white",
+        edgecolor=colour,
+        hatch=pattern,
+        linewidth=0,
+        zorder=2,
+    )
+
+
+def _draw_success(ax, entries: Sequence[ReportEntry], layout: _Layout) -> bool:
+    """Panel (a); returns whether some asker is above full (a negative gap)."""
+    w, negative = layout.slot * 0.86, False
+    for e in entries:
+        x, colour = layout.x(e), layout.colours[e.label]
+        none, ask, full = (_pct(e.summary.sr[c]) for c in ("none", "asker", "full"))
+        if none:
+            ax.bar(x, none[0], w, color=_pale(colour), linewidth=0, zorder=1)
+            _err(ax, x - w * 0.37, none)
+        if ask:
+            ax.bar(x, ask[0], w * 0.5, color=colour, linewidth=0, zorder=2)
+            _err(ax, x, ask)
+        if full:
+            ax.hlines(full[0], x - w / 2, x + w / 2, color="black", linewidth=1.4, zorder=3)
+            _err(ax, x + w * 0.37, full)
+        if not (ask and full):
+            continue
+        low, high = sorted((ask[0], full[0]))
+        if high - low > 1e-9:
+            over = full[0] < ask[0]
+            negative |= over
+            _hatched(
+                ax,
+                x,
+                low,
+                high - low,
+                w * 0.5,
+                "#444444" if over else colour,
+                _OVER if over else _GAP,
+            )
+        if len(layout.labels) <= 3:  # the signed gap in points above the slot
+            top = max(ask[0] + ask[1], full[0] + full[1], (none[0] + none[1]) if none else 0)
+            ax.text(
+                x,
+                min(top, 100) + 1.5,
+                f"{full[0] - ask[0]:+.1f}",
+                ha="center",
+                va="bottom",
+                fontsize=6.5,
+                color="#333333",
+            )
+    return negative
+
+
+def _draw_rate(ax, entries: Sequence[ReportEntry], layout: _Layout, metric: str) -> None:
+    """Panel (b) or (c): the rate, hatched up to the 100% reference."""
+    w = layout.slot * 0.6
+    for e in entries:
+        x, colour = layout.x(e), layout.colours[e.label]
+        value = _pct(getattr(e.summary, metric))
+        if value is None:
+            ax.text(x, 2, "n/a", ha="center", va="bottom", fontsize=6.5, rotation=90)
+            continue
+        _hatched(ax, x, value[0], 100 - value[0], w, _pale(colour, 0.75))
+        ax.bar(x, value[0], w, color=colour, linewidth=0, zorder=2)
+        ax.bar(x, 100, w, fill=False, edgecolor=_pale(colour, 0.75), linewidth=0.5, zorder=2)
+        _err(ax, x, value)
+
+
+def _style_axes(ax, layout: _Layout, panel: str, title: str, rotate: bool) -> None:
+    ax.set_xticks(range(len(layout.groups)))
+    ax.set_xticklabels(
+        layout.groups,
+        rotation=30 if rotate else 0,
+        ha="right" if rotate else "center",
+        rotation_mode="anchor",
+    )
+    ax.tick_params(axis="x", length=0)
+    ax.set_xlim(-0.55, len(layout.groups) - 0.45)
+    ax.set_ylim(0, 109)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_ylabel(f"{_PANELS[panel]} (%)")
+    ax.set_title(title, loc="left", fontweight="bold")
+    ax.yaxis.grid(True, color="#e0e0e0", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _legends(fig, layout: _Layout, negative: bool, with_success: bool) -> None:
+    """The conditions' key above the panels; the series' key (several settings) below."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    one = len(layout.labels) == 1
+    grey = layout.colours[layout.labels[0]] if one else "#7f7f7f"
+    hatch = {"facecolor": "white", "linewidth": 0}
+    keys = [
+        Patch(color=_pale(grey), label="no disambiguation"),
+        Patch(color=grey, label="with asker"),
+        Line2D([], [], color="black", linewidth=1.4, label="full disambiguation"),
+        Patch(edgecolor=grey, hatch=_GAP, label="gap to full (pp)", **hatch),
+    ]
+    if negative:
+        keys.append(Patch(edgecolor="#444444", hatch=_OVER, label="asker above full", **hatch))
+    series = [Patch(color=layout.colours[label], label=label) for label in layout.labels]
+    for where, handles in (
+        ("upper", keys if with_success else []),
+        ("lower", [] if one else series),
+    ):
+        if handles:
+            fig.legend(
+                handles=handles,
+                loc=f"outside {where} center",
+                frameon=False,
+                ncol=min(len(handles), 5),
+                handlelength=1.6,
+                columnspacing=1.2,
+            )
+
+
+def plot_figures(
+    entries: Sequence[ReportEntry], out_dir: str | Path, *, dpi: int = 200
+) -> list[Path]:
+    """Draw the figures into ``out_dir`` as PNG (``dpi``) and PDF; returns their paths.
+
+    Files: ``figure3`` (the three panels), ``success``, ``precision`` and ``recall``.
+
+    Raises:
+        MissingPlotDependency: matplotlib is not installed.
+        ValueError: there is nothing to plot.
+    """
+    if not entries:
+        raise ValueError("no evaluate campaigns to plot")
+    matplotlib, Figure = import_matplotlib()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    layout = _Layout(entries)
+    groups, series = len(layout.groups), len(layout.labels)
+    wide = min(9.0, max(5.0, 1.0 + 0.7 * groups * series**0.5))
+    plans = {  # name -> (figure size, panels)
+        "figure3": ((max(wide, 6.5), 5.4), ("success", "precision", "recall")),
+        "success": ((wide, 2.9), ("success",)),
+        "precision": ((max(3.4, wide / 2), 2.6), ("precision",)),
+        "recall": ((max(3.4, wide / 2), 2.6), ("recall",)),
+    }
+    paths: list[Path] = []
+    with matplotlib.rc_context(_STYLE):
+        for name, (size, panels) in plans.items():
+            fig = Figure(figsize=size, layout="constrained")
+            if len(panels) == 3:
+                grid = fig.add_gridspec(2, 2, height_ratios=(1.15, 1))
+                axes = [
+                    fig.add_subplot(grid[0, :]),
+                    fig.add_subplot(grid[1, 0]),
+                    fig.add_subplot(grid[1, 1]),
+                ]
+            else:
+                axes = [fig.add_subplot()]
+            negative = False
+            for letter, panel, ax in zip("abc", panels, axes, strict=False):
+                if panel == "success":
+                    negative = _draw_success(ax, entries, layout)
+                else:
+                    _draw_rate(ax, entries, layout, panel)
+                title = f"({letter}) {_PANELS[panel]}" if len(panels) > 1 else _PANELS[panel]
+                narrow = panel != "success" and groups * series > 4
+                _style_axes(ax, layout, panel, title, rotate=narrow and groups > 3)
+            _legends(fig, layout, negative, "success" in panels)
+            for suffix in ("png", "pdf"):
+                path = out / f"{name}.{suffix}"
+                meta = {"CreationDate": None} if suffix == "pdf" else {"Software": None}
+                fig.savefig(path, dpi=dpi, metadata=meta)
+                paths.append(path)
+    return paths
