@@ -47,6 +47,11 @@ MAX_RESULT_BYTES = 64 * 2**20
 
 _CURSOR = "ambitab_submission"
 _DECLARE = f"DECLARE {_CURSOR} NO SCROLL CURSOR FOR "
+_SETTINGS = (
+    "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true), "
+    "set_config('idle_in_transaction_session_timeout', %s, true), "
+    "set_config('cursor_tuple_fraction', '1', true)"
+)
 _FIRST_CHUNK = 1_000
 _MAX_CHUNK = 10_000
 _CHUNK_BYTES = 8 * 2**20
@@ -234,70 +239,44 @@ class PostgresEngine:
             )
         if "\x00" in sql_text:
             raise QueryError("syntax", "SQL text contains a NUL character")
-        connection = self._begin(limits)
-        broken = False
-        try:
-            return self._run(connection, sql_text, limits)
-        except QueryError:
-            raise
-        except psycopg.Error as error:
-            broken = _connection_lost(error)
-            raise _classify(error, sql_text, limits) from None
-        finally:
-            broken = broken or not self._reset(connection)
-            self._pool.put(connection, broken=broken)
-
-    def _begin(self, limits: Limits) -> psycopg.Connection:
-        """A pooled connection inside a fresh read-only transaction with the time limits set.
-
-        A pooled connection that died while idle (server restart, terminated backend) is
-        replaced once, before any submitted SQL has been sent.
-        """
-        budget_ms = max(1, int(limits.timeout_s * 1000))
-        begin = (
-            "BEGIN READ ONLY; "
-            f"SET LOCAL statement_timeout = {budget_ms}; "
-            f"SET LOCAL lock_timeout = {budget_ms}; "
-            f"SET LOCAL idle_in_transaction_session_timeout = {budget_ms + 10_000}; "
-            "SET LOCAL cursor_tuple_fraction = 1.0"
-        )
         for attempt in range(2):
             connection = self._connection()
+            broken = False
             try:
-                connection.execute(begin)
-                return connection
+                return self._run(connection, sql_text, limits)
+            except QueryError:
+                raise
             except psycopg.Error as error:
-                self._pool.put(connection, broken=True)
-                if attempt == 0 and _connection_lost(error):
+                broken = _connection_lost(error)
+                if broken and attempt == 0:
+                    # A pooled connection that died while idle (server restart, terminated
+                    # backend): try once more on a fresh one.
                     continue
-                raise QueryError(
-                    "engine", f"the PostgreSQL connection failed: {_first_line(error)}"
-                ) from None
+                raise _classify(error, sql_text, limits) from None
+            finally:
+                broken = broken or not self._reset(connection)
+                self._pool.put(connection, broken=broken)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _run(self, connection: psycopg.Connection, sql_text: str, limits: Limits) -> QueryResult:
         deadline = time.monotonic() + limits.timeout_s
+        budget_ms = max(1, int(limits.timeout_s * 1000))
+        chunk_rows = min(_FIRST_CHUNK, limits.max_rows + 1)
         with connection.cursor() as cursor:
-            # binary=True forces the extended protocol: the server parses exactly one statement.
-            cursor.execute(_DECLARE + sql_text, binary=True)
+            # One round trip: the transaction, its limits, the submission and its first rows.
+            # Pipeline mode uses the extended protocol, so the server parses exactly one
+            # statement, and DECLARE ... CURSOR FOR admits only SELECT/VALUES/TABLE queries.
+            with connection.pipeline():
+                connection.execute("BEGIN READ ONLY")
+                connection.execute(
+                    _SETTINGS, [str(budget_ms), str(budget_ms), str(budget_ms + 10_000)]
+                )
+                cursor.execute(_DECLARE + sql_text)
+                cursor.execute(f"FETCH FORWARD {chunk_rows} FROM {_CURSOR}")
+            columns = tuple(c.name for c in cursor.description or ())
             rows: list[tuple] = []
             size = 0
-            columns: tuple[str, ...] = ()
-            first = True
-            chunk_rows = min(_FIRST_CHUNK, limits.max_rows + 1)
             while True:
-                remaining_ms = int((deadline - time.monotonic()) * 1000)
-                if remaining_ms <= 0:
-                    raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
-                fetch = f"FETCH FORWARD {chunk_rows} FROM {_CURSOR}"
-                if first:
-                    cursor.execute(fetch)
-                else:
-                    cursor.execute(f"SET LOCAL statement_timeout = {remaining_ms}; {fetch}")
-                    cursor.nextset()
-                if first:
-                    columns = tuple(c.name for c in cursor.description or ())
-                    first = False
                 chunk = cursor.fetchall()
                 rows.extend(chunk)
                 if len(rows) > limits.max_rows:
@@ -314,6 +293,14 @@ class PostgresEngine:
                     break
                 # Size the next chunk so that it stays within a few MiB of client memory.
                 chunk_rows = max(1, min(_MAX_CHUNK, _CHUNK_BYTES // max(row_bytes, 1)))
+                remaining_ms = int((deadline - time.monotonic()) * 1000)
+                if remaining_ms <= 0:
+                    raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+                cursor.execute(
+                    f"SET LOCAL statement_timeout = {remaining_ms}; "
+                    f"FETCH FORWARD {chunk_rows} FROM {_CURSOR}"
+                )
+                cursor.nextset()
         return QueryResult(columns, rows)
 
     @staticmethod

@@ -23,6 +23,7 @@ import contextlib
 import datetime
 import decimal
 import io
+import math
 import os
 import pickle
 import sys
@@ -95,7 +96,7 @@ class Watchdog:
         self._interrupt = interrupt
         self._cond = threading.Condition()
         self._deadline: float | None = None
-        self._job = 0
+        self._wake_at = math.inf  # when the thread wakes next by itself
         self._stopped = False
         self.fired = False
         self._thread = threading.Thread(target=self._loop, name="ambitab-watchdog", daemon=True)
@@ -105,10 +106,12 @@ class Watchdog:
         with self._cond:
             while not self._stopped:
                 if self._deadline is None:
+                    self._wake_at = math.inf
                     self._cond.wait()
                     continue
                 remaining = self._deadline - time.monotonic()
                 if remaining > 0:
+                    self._wake_at = self._deadline
                     self._cond.wait(remaining)
                     continue
                 # Deadline passed while the job is still registered: interrupt it (under the
@@ -126,12 +129,14 @@ class Watchdog:
         with self._cond:
             self.fired = False
             self._deadline = time.monotonic() + timeout_s
-            self._cond.notify()
+            # Wake the thread only when it would otherwise sleep past the new deadline: back-to-
+            # back quick jobs then cost no thread switch at all.
+            if self._deadline < self._wake_at:
+                self._cond.notify()
 
     def _disarm(self) -> None:
         with self._cond:
-            self._deadline = None
-            self._cond.notify()
+            self._deadline = None  # a sleeping thread finds no job when it wakes
 
     def stop(self) -> None:
         """End the watchdog thread."""
