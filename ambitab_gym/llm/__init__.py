@@ -152,8 +152,9 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
     """Add the LLM server options to a command-line parser.
 
     Options: ``--llm-url``, ``--model``, ``--api-key-env``, ``--concurrency``, ``--llm-timeout``,
-    ``--llm-retries``, ``--temperature``, ``--top-p``, ``--no-thinking``. An option the parser
-    already has (``--concurrency`` of ``evaluate``, say) is left as it is and read from there.
+    ``--llm-retries``, ``--temperature``, ``--top-p``, ``--structured-output``, ``--no-thinking``.
+    An option the parser already has (``--concurrency`` of ``evaluate``, say) is left as it is
+    and read from there.
 
     Args:
         parser: the parser.
@@ -200,6 +201,12 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
     )
     add("temperature", type=float, default=None, help="sampling temperature")
     add("top-p", type=float, default=None, help="nucleus sampling threshold")
+    add(
+        "structured-output",
+        action="store_true",
+        default=None,
+        help="ask for JSON-schema constrained replies (response_format); helps small models",
+    )
     add(
         "no-thinking",
         action="store_true",
@@ -248,4 +255,5 @@ def client_from_args(args: argparse.Namespace, *, prefix: str = "", seed: int | 
         top_p=get("top_p"),
         seed=seed,
         disable_thinking=bool(get("no_thinking")),
+        structured_output=bool(get("structured_output")),
     )

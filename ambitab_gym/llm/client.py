@@ -147,6 +147,8 @@ class LLMClient:
         disable_thinking: send ``chat_template_kwargs: {"enable_thinking": false}`` (Qwen3-style
             chat templates); ``<think>`` blocks are stripped from replies in any case.
         extra_body: further request fields sent with every call.
+        structured_output: ask the LLM parts built on this client for JSON-schema constrained
+            output (``response_format``); a part may override it.
         history: how many per-call records to keep in :attr:`calls` (totals are always kept).
 
     Example:
@@ -177,6 +179,7 @@ class LLMClient:
         max_tokens: int | None = None,
         disable_thinking: bool = False,
         extra_body: Mapping[str, Any] | None = None,
+        structured_output: bool = False,
         history: int = 10_000,
     ) -> None:
         if not model:
@@ -204,6 +207,7 @@ class LLMClient:
         }
         self.disable_thinking = bool(disable_thinking)
         self.extra_body = dict(extra_body or {})
+        self.structured_output = bool(structured_output)
         self.calls: deque[CallRecord] = deque(maxlen=history)
         self._usage = UsageSummary()
         self._lock = threading.Lock()

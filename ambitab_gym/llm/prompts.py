@@ -8,6 +8,9 @@
 * :func:`is_refusal` - whether a visible answer declines to answer (the ledger's second list).
 * :data:`ROLE_MARKERS` - a phrase that every system prompt of a role contains (scripted servers
   route on it).
+* :func:`response_format` and the ``*_schema`` functions - JSON schemas for structured output
+  (``response_format`` of vLLM, llama.cpp, Ollama and hosted APIs), which keep small models to the
+  expected JSON.
 
 Askers and the solver read only the :class:`~ambitab_gym.trajectory.PublicView`; the oracle's
 prompts read only the :class:`OracleNotes` its policy fills in.
@@ -30,10 +33,15 @@ __all__ = [
     "NoteEntry",
     "OracleNotes",
     "asker_messages",
+    "asker_schema",
     "is_refusal",
     "matcher_messages",
+    "matcher_schema",
     "responder_messages",
+    "responder_schema",
+    "response_format",
     "solver_messages",
+    "solver_schema",
 ]
 
 Messages = list[dict[str, str]]
@@ -382,3 +390,70 @@ def responder_messages(
         {"role": "system", "content": _RESPONDER},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+def response_format(name: str, schema: dict) -> dict:
+    """An OpenAI ``response_format`` asking for JSON that follows ``schema``.
+
+    >>> response_format("answer", responder_schema())["json_schema"]["name"]
+    'answer'
+    """
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def asker_schema() -> dict:
+    """The asker's action: ``{"type": "clarification" | "done", "output": str | null}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": ["clarification", "done"]},
+            "output": {"type": ["string", "null"], "maxLength": 300},
+        },
+        "required": ["type", "output"],
+        "additionalProperties": False,
+    }
+
+
+def solver_schema() -> dict:
+    """The solver's reply: ``{"reasoning": str, "type": "final_sql", "output": str}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": 600},
+            "type": {"type": "string", "enum": ["final_sql"]},
+            "output": {"type": "string"},
+        },
+        "required": ["reasoning", "type", "output"],
+        "additionalProperties": False,
+    }
+
+
+def responder_schema() -> dict:
+    """The responder's reply: ``{"answer": str}``."""
+    return {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "maxLength": 400}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+
+
+def matcher_schema(notes: OracleNotes) -> dict:
+    """The matcher's reply, its ``action`` limited to the routes these notes allow.
+
+    >>> notes = OracleNotes("List top customers.", (NoteEntry("top customers"),), segments=("LIMIT 5",))
+    >>> matcher_schema(notes)["properties"]["action"]["enum"]
+    ['labeled("top customers")', 'unlabeled("LIMIT 5")', 'unanswerable()']
+    """
+    actions = [f"labeled({json.dumps(e.term, ensure_ascii=False)})" for e in notes.entries]
+    actions += [f"unlabeled({json.dumps(s, ensure_ascii=False)})" for s in notes.segments]
+    actions.append("unanswerable()")
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": 300},
+            "action": {"type": "string", "enum": actions},
+        },
+        "required": ["reasoning", "action"],
+        "additionalProperties": False,
+    }

@@ -31,7 +31,13 @@ from ambitab_gym.llm.parsing import (
     parse_matcher_output,
     parse_responder_output,
 )
-from ambitab_gym.llm.prompts import matcher_messages, responder_messages
+from ambitab_gym.llm.prompts import (
+    matcher_messages,
+    matcher_schema,
+    responder_messages,
+    responder_schema,
+    response_format,
+)
 from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext
 
 if TYPE_CHECKING:
@@ -96,6 +102,8 @@ class LLMMatcher:
         notes: what it may read (see :class:`NotesBuilder`).
         max_tokens: the reply budget.
         temperature, seed: sampling overrides for this stage (default: the client's).
+        structured: constrain the reply to a JSON schema whose ``action`` lists the allowed
+            routes (default: the client's ``structured_output``).
 
     Unreadable replies and labels that name no registered point become ``unanswerable()``;
     ``parse_failures`` and ``unknown_labels`` count them.
@@ -109,10 +117,12 @@ class LLMMatcher:
         max_tokens: int | None = 256,
         temperature: float | None = None,
         seed: int | None = None,
+        structured: bool | None = None,
     ) -> None:
         self.client = client
         self.notes = notes
         self.sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        self.structured = client.structured_output if structured is None else structured
         self._stats = _Stats()
 
     @property
@@ -132,8 +142,12 @@ class LLMMatcher:
 
     async def adecide(self, question: str, context: OracleContext) -> MatchDecision:
         """Route one question (one LLM call)."""
-        messages = matcher_messages(question, self.notes.matcher_notes(context))
-        result = await self.client.achat(messages, tag="oracle:matcher", **self.sampling)
+        notes = self.notes.matcher_notes(context)
+        messages = matcher_messages(question, notes)
+        fmt = response_format("route", matcher_schema(notes)) if self.structured else None
+        result = await self.client.achat(
+            messages, tag="oracle:matcher", response_format=fmt, **self.sampling
+        )
         action = parse_matcher_output(result.text)
         if action is None:
             self._stats.add("decisions", "parse_failures", "unanswerable")
@@ -167,6 +181,8 @@ class LLMResponder:
         answer_unanswerable: also ask the model to word refusals (default: reply
             :data:`~ambitab_gym.oracles.base.REFUSAL` without a call).
         max_tokens, temperature, seed: sampling overrides for this stage.
+        structured: constrain the reply to ``{"answer": ...}`` (default: the client's
+            ``structured_output``).
 
     A reply that is not the requested JSON is used as plain text (counted in
     ``parse_failures``); an empty one becomes the refusal.
@@ -181,11 +197,13 @@ class LLMResponder:
         max_tokens: int | None = 256,
         temperature: float | None = None,
         seed: int | None = None,
+        structured: bool | None = None,
     ) -> None:
         self.client = client
         self.notes = notes
         self.answer_unanswerable = answer_unanswerable
         self.sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        self.structured = client.structured_output if structured is None else structured
         self._stats = _Stats()
 
     @property
@@ -213,7 +231,10 @@ class LLMResponder:
             focus = action.argument
         notes = self.notes.responder_notes(context)
         messages = responder_messages(question, notes, action=action.render(), focus=focus)
-        result = await self.client.achat(messages, tag="oracle:responder", **self.sampling)
+        fmt = response_format("answer", responder_schema()) if self.structured else None
+        result = await self.client.achat(
+            messages, tag="oracle:responder", response_format=fmt, **self.sampling
+        )
         self._stats.add("replies")
         answer = parse_responder_output(result.text)
         if answer is None or find_json_object(result.text) is None:
@@ -305,6 +326,7 @@ def make_llm_oracle(
     temperature: float | None = None,
     seed: int | None = None,
     dialect: str | None = None,
+    structured: bool | None = None,
 ) -> LLMOracle:
     """An LLM oracle for a corpus.
 
@@ -322,6 +344,8 @@ def make_llm_oracle(
         responder_client: a different client for the responder (default: ``client``).
         max_tokens, temperature, seed: sampling for both stages (default: the client's).
         dialect: the SQL dialect for segments (default: the corpus's).
+        structured: schema-constrained JSON replies (default: the client's
+            ``structured_output``).
 
     Returns:
         The oracle.
@@ -338,7 +362,12 @@ def make_llm_oracle(
             matcher_reads_dialogue=matcher_reads_dialogue,
         )
     notes = NotesBuilder(policy, corpus, dialect)
-    sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+    sampling = {
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "structured": structured,
+    }
     matcher = LLMMatcher(client, notes, **sampling)
     responder = LLMResponder(
         responder_client or client, notes, answer_unanswerable=answer_unanswerable, **sampling

@@ -18,7 +18,14 @@ from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
 from ambitab_gym.llm.parsing import extract_sql, parse_asker_output
-from ambitab_gym.llm.prompts import ASKER_STRATEGIES, asker_messages, solver_messages
+from ambitab_gym.llm.prompts import (
+    ASKER_STRATEGIES,
+    asker_messages,
+    asker_schema,
+    response_format,
+    solver_messages,
+    solver_schema,
+)
 from ambitab_gym.trajectory import PublicView
 
 if TYPE_CHECKING:
@@ -66,6 +73,8 @@ class LLMAsker:
         max_tokens: the reply budget.
         temperature: sampling override (default: the client's).
         seed: the sampling seed (default: the client's); :meth:`reset` may set it.
+        structured: ask for schema-constrained JSON (default: the client's
+            ``structured_output``).
 
     Counts of questions, stops and fallback stops are in :attr:`stats`.
 
@@ -90,6 +99,7 @@ class LLMAsker:
         max_tokens: int | None = 512,
         temperature: float | None = None,
         seed: int | None = None,
+        structured: bool | None = None,
     ) -> None:
         if strategy not in ASKER_STRATEGIES:
             raise ValueError(
@@ -103,6 +113,7 @@ class LLMAsker:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
+        self.structured = client.structured_output if structured is None else structured
         self._counts = _Counts()
 
     @property
@@ -131,6 +142,9 @@ class LLMAsker:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             seed=self.seed,
+            response_format=response_format("asker_action", asker_schema())
+            if self.structured
+            else None,
         )
         self._counts.add("calls")
         output = parse_asker_output(result.text)
@@ -165,6 +179,8 @@ class LLMSolver:
         max_tokens: the reply budget.
         temperature: sampling override (default: the client's).
         seed: the sampling seed (default: the client's).
+        structured: ask for schema-constrained JSON (default: the client's
+            ``structured_output``).
 
     A reply without recognisable SQL is returned as it is (the verifier then fails it) and
     counted in ``stats["unreadable"]``.
@@ -189,12 +205,14 @@ class LLMSolver:
         max_tokens: int | None = 1024,
         temperature: float | None = None,
         seed: int | None = None,
+        structured: bool | None = None,
     ) -> None:
         self.client = client
         self.dialect = dialect
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
+        self.structured = client.structured_output if structured is None else structured
         self._counts = _Counts()
 
     @property
@@ -214,6 +232,9 @@ class LLMSolver:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             seed=self.seed,
+            response_format=response_format("final_sql", solver_schema())
+            if self.structured
+            else None,
         )
         self._counts.add("calls")
         sql = extract_sql(result.text)
