@@ -79,11 +79,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="bird-interact: solutions withheld from the public task file (JSONL by instance_id)",
     )
     parser.add_argument(
-        "--keep-management",
-        action="store_true",
-        help="bird-interact: keep Management tasks (they write to the database)",
-    )
-    parser.add_argument(
         "--dialect",
         choices=["auto", "postgres", "sqlite"],
         default="auto",
@@ -110,7 +105,6 @@ def run(args: argparse.Namespace) -> int:
         responses=args.responses,
         extra={
             "ground_truth": args.ground_truth,
-            "keep_management": args.keep_management,
             "dialect": args.dialect,
         },
     )

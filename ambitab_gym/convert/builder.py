@@ -216,7 +216,7 @@ def check_items(
             drops.extend(lost)  # single readings lost from a retained item
         else:
             reason = lost[0].reason if lost else "too_few_readings"
-            detail = "; ".join(f"{d.item}: {d.reason}" for d in lost) or (
+            detail = "; ".join(f"{d.item}: {d.reason} ({d.detail})" for d in lost) or (
                 f"{len(survivors)} of {len(item.records)} readings survive, "
                 f"{item.min_records} needed"
             )
@@ -370,7 +370,8 @@ def build_corpus(
         The report; ``report.ok`` is False when validation failed (nothing was installed).
 
     Raises:
-        BuildError: when the input cannot be read or nothing survives the conversion.
+        BuildError: when the input cannot be read (nothing surviving the conversion is a
+            failed report, with the drop counts).
     """
     corpus = corpus_for_source(source)
     options.source = Path(options.source).expanduser()
@@ -397,8 +398,14 @@ def build_corpus(
         if not items:
             reasons = Counter(d.reason for d in drops)
             summary = ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items())) or "no items"
-            raise BuildError(
-                f"no {corpus} item survived the conversion ({summary}); " + _hint(reasons)
+            return BuildReport(
+                corpus=corpus,
+                out=None,
+                records=0,
+                avts=0,
+                retained_items=0,
+                dropped=dict(sorted(reasons.items())),
+                error=f"no {corpus} item survived the conversion ({summary}); " + _hint(reasons),
             )
         records, dropped = _write(conversion, workspace, items, drops, options)
         report = BuildReport(

@@ -1,0 +1,241 @@
+"""BIRD-Interact converter on the real official sample and Mini-Interact sample.
+
+The official sample has PostgreSQL-dialect solutions but no PostgreSQL dump of ``alien``; the
+Mini-Interact sample ships ``alien.sqlite``, which these tests give as the user's database, so
+the PostgreSQL SQL runs on DuckDB. Mini-Interact withholds its solutions upstream; a few
+self-written SQLite solutions stand in for the ground truth a user would obtain. A tiny
+self-written plain ``pg_dump`` covers databases given as SQL.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from convert_helpers import read_jsonl, run_build, upstream
+
+from ambitab_gym.convert.bird_interact import knowledge_text
+
+
+@pytest.fixture(scope="module")
+def official(tmp_path_factory):
+    """One build of the official sample against Mini-Interact's alien database."""
+    sample = upstream("bird_interact", "official_sample")
+    mini = upstream("bird_interact", "mini_interact")
+    tmp = tmp_path_factory.mktemp("birdinteract")
+    catalog = tmp / "catalog.jsonl"
+    catalog.write_text(
+        json.dumps({"instance_id": "alien_1", "term": "signal quality",
+                    "response": "Use the signal-to-noise quality indicator."}) + "\n"
+    )  # fmt: skip
+    out = tmp / "corpus"
+    status, report = run_build(
+        "bird-interact", "--source", str(sample / "bird_interact_data.jsonl"),
+        "--databases", str(mini), "--responses", str(catalog), "--out", str(out),
+    )  # fmt: skip
+    assert status == 0, report
+    tasks = {t["instance_id"]: t for t in read_jsonl(sample / "bird_interact_data.jsonl")}
+    kb = {e["id"]: e for e in read_jsonl(sample / "alien" / "alien_kb.jsonl")}
+    records = {r["source"]["instance_id"]: r for r in read_jsonl(out / "records.jsonl")}
+    return out, report, tasks, kb, records
+
+
+def test_annotations_become_ambiguities_with_their_snippets(official):
+    _, _, tasks, kb, records = official
+    assert records
+    for instance, record in records.items():
+        task = tasks[instance]
+        expected, seen = [], set()
+        groups = (
+            (task["user_query_ambiguity"]["critical_ambiguity"], "critical"),
+            (task["knowledge_ambiguity"], "knowledge"),
+            (task["user_query_ambiguity"]["non_critical_ambiguity"], "non_critical"),
+        )
+        for items, kind in groups:
+            for item in items:
+                if item["term"].lower() not in seen:
+                    seen.add(item["term"].lower())
+                    expected.append((item["term"], kind, item["sql_snippet"]))
+        got = [(a["term"], a["kind"], a["sql_snippet"]) for a in record["ambiguities"]]
+        assert got == expected, instance
+        for item in task["knowledge_ambiguity"]:
+            (ambiguity,) = [a for a in record["ambiguities"] if a["term"] == item["term"]]
+            assert ambiguity["resolution"] == knowledge_text(kb[item["deleted_knowledge"]])
+        assert all(a["response"] for a in record["ambiguities"])
+
+
+def test_postgres_sql_is_kept_and_runs_on_duckdb(official):
+    out, report, tasks, _, records = official
+    for instance, record in records.items():
+        assert record["verification"]["reference_sql"] == tasks[instance]["sol_sql"][0]
+        assert record["verification"]["engine"] == "duckdb"
+        assert record["spec"]["request"] == tasks[instance]["amb_user_query"]
+    assert (
+        "PERCENTILE_CONT(0.5) WITHIN GROUP" in records["alien_1"]["verification"]["reference_sql"]
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["engine"], manifest["dialect"], manifest["oracle"]) == (
+        "duckdb",
+        "postgres",
+        "intent",
+    )
+    assert manifest["databases"]["alien"]["file"].endswith(".sql")
+    # Management tasks write: dropped; three Query solutions use PostgreSQL-only functions
+    # (JSON_OBJECT_AGG, jsonb_agg, ARRAY_REMOVE) that DuckDB lacks
+    dropped = {d["item"].split("#")[1]: d["reason"] for d in read_jsonl(out / "dropped.jsonl")}
+    assert dropped == {
+        "alien_M_1": "management_task", "alien_M_2": "management_task",
+        "alien_M_3": "management_task", "alien_M_4": "management_task",
+        "alien_5": "reference_sql_failed", "alien_7": "reference_sql_failed",
+        "alien_9": "reference_sql_failed",
+    }  # fmt: skip
+    assert report["records"] == 7
+
+
+def test_knowledge_and_meanings_reach_the_spec_only_where_visible(official):
+    _, _, tasks, kb, records = official
+    sample = upstream("bird_interact", "official_sample")
+    meanings = json.loads((sample / "alien" / "alien_column_meaning_base.json").read_text())
+    for instance, record in records.items():
+        withheld = {k["deleted_knowledge"] for k in tasks[instance]["knowledge_ambiguity"]}
+        visible = record["spec"]["external_knowledge"]
+        assert visible == [knowledge_text(kb[i]) for i in sorted(kb) if i not in withheld]
+        for i in withheld:
+            text = kb[i]["definition"]
+            assert all(text not in entry for entry in visible)
+            assert text not in json.dumps(record["spec"])
+        assert len(record["spec"]["column_meanings"]) == len(meanings)
+        assert (
+            record["spec"]["column_meanings"]["Observatories.WeathProfile"]
+            == (meanings["alien|Observatories|WeathProfile"])
+        )
+    assert records["alien_1"]["source"]["withheld_knowledge_ids"] == [0]
+
+
+def test_responses_come_from_the_catalog_when_given(official):
+    *_, records = official
+    by_term = {a["term"]: a for a in records["alien_1"]["ambiguities"]}
+    assert by_term["signal quality"]["response"] == "Use the signal-to-noise quality indicator."
+    # the rest: the deterministic template from the annotation
+    assert by_term["good signals"]["response"] == (
+        'By "good signals" I mean what this part of the query expresses: '
+        "COUNT(*) FILTER (WHERE SNQI > 0) as analyzable signals"
+    )
+
+
+def test_without_databases_every_task_is_dropped_with_a_reason(tmp_path):
+    sample = upstream("bird_interact", "official_sample")
+    status, report = run_build(
+        "bird-interact", "--source", str(sample / "bird_interact_data.jsonl"),
+        "--out", str(tmp_path / "c"),
+    )  # fmt: skip
+    assert status == 1
+    assert report["dropped"] == {"database_missing": 10, "management_task": 4}
+    assert "--databases" in report["error"] and not (tmp_path / "c").exists()
+
+
+GROUND_TRUTH = [
+    {"instance_id": "households_16",
+     "sol_sql": ["SELECT json_extract(socioeconomic, '$.Income_Bracket') FROM households "
+                 "WHERE housenum = 3"]},
+    {"instance_id": "households_1",
+     "sol_sql": ["SELECT h.locregion, AVG(CAST(REPLACE(JSON_EXTRACT(p.dwelling_specs, "
+                 "'$.Bath_Count'), '\"', '') AS REAL) / NULLIF(h.residentcount, 0)) "
+                 "FROM households AS h JOIN properties AS p ON p.houselink = h.housenum "
+                 "GROUP BY h.locregion"]},
+]  # fmt: skip
+
+
+def test_mini_interact_sqlite_with_user_ground_truth(tmp_path):
+    mini = upstream("bird_interact", "mini_interact")
+    status, report = run_build(
+        "bird-interact", "--source", str(mini / "mini_interact.jsonl"), "--out", str(tmp_path / "a")
+    )
+    assert status == 1 and report["dropped"] == {"no_reference_sql": 25}
+    truth = tmp_path / "truth.jsonl"
+    truth.write_text("".join(json.dumps(t) + "\n" for t in GROUND_TRUTH))
+    status, report = run_build(
+        "bird-interact", "--source", str(mini / "mini_interact.jsonl"),
+        "--ground-truth", str(truth), "--out", str(tmp_path / "b"),
+    )  # fmt: skip
+    assert status == 0, report
+    assert report["records"] == 2 and report["dropped"] == {"no_reference_sql": 23}
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert (manifest["engine"], manifest["dialect"]) == ("sqlite", "sqlite")
+    records = {r["source"]["instance_id"]: r for r in read_jsonl(tmp_path / "b" / "records.jsonl")}
+    kb = {e["id"]: e for e in read_jsonl(mini / "households" / "households_kb.jsonl")}
+    visible = records["households_16"]["spec"]["external_knowledge"]
+    assert knowledge_text(kb[2]) not in visible and len(visible) == len(kb) - 1
+
+
+PG_DUMP = """--
+-- PostgreSQL database dump
+--
+SET statement_timeout = 0;
+SELECT pg_catalog.set_config('search_path', '', false);
+CREATE TABLE public.stations (
+    station_id integer NOT NULL,
+    name character varying(40),
+    elevation_m numeric(6,1)
+);
+ALTER TABLE public.stations OWNER TO bird;
+CREATE SEQUENCE public.stations_station_id_seq START WITH 1 INCREMENT BY 1;
+CREATE FUNCTION public.touch() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NEW;
+END;
+$$;
+COPY public.stations (station_id, name, elevation_m) FROM stdin;
+1\tAlpine Ridge\t2450.5
+2\tValley Floor\t120.0
+3\tO'Brien Peak\t\\N
+\\.
+ALTER TABLE ONLY public.stations ADD CONSTRAINT stations_pkey PRIMARY KEY (station_id);
+CREATE INDEX stations_name_idx ON public.stations USING btree (name);
+"""
+
+PG_TASK = {
+    "instance_id": "weather_1", "selected_database": "weather",
+    "query": "List stations above 1000 metres.",
+    "amb_user_query": "List the high stations.",
+    "sol_sql": ["SELECT name FROM stations WHERE elevation_m > 1000 ORDER BY name"],
+    "preprocess_sql": [], "clean_up_sqls": [], "test_cases": [], "external_knowledge": [],
+    "category": "Query", "high_level": False, "conditions": {"decimal": -1, "distinct": False},
+    "user_query_ambiguity": {
+        "critical_ambiguity": [{"term": "high stations", "sql_snippet": "elevation_m > 1000",
+                                "is_mask": False, "type": "semantic_ambiguity"},
+                               {"term": "High  stations", "sql_snippet": "ORDER BY name",
+                                "is_mask": False, "type": "semantic_ambiguity"}],
+        "non_critical_ambiguity": []},
+    "knowledge_ambiguity": [],
+}  # fmt: skip
+
+
+def test_databases_given_as_a_postgres_dump(tmp_path):
+    source = tmp_path / "release"
+    (source / "weather").mkdir(parents=True)
+    (source / "weather" / "weather.sql").write_text(PG_DUMP)
+    (source / "tasks.jsonl").write_text(json.dumps(PG_TASK) + "\n")
+    status, report = run_build(
+        "bird-interact", "--source", str(source / "tasks.jsonl"), "--out", str(tmp_path / "c")
+    )
+    assert status == 0, report
+    (record,) = read_jsonl(tmp_path / "c" / "records.jsonl")
+    assert record["verification"]["engine"] == "duckdb"
+    # the repeated term is one ambiguity holding both snippets
+    assert [(a["term"], a["sql_snippet"]) for a in record["ambiguities"]] == [
+        ("high stations", "elevation_m > 1000\nORDER BY name")
+    ]
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert manifest["provenance"]["merged_duplicate_terms"] == 1
+    script = (tmp_path / "c" / "databases" / "weather.sql").read_text()
+    assert "OWNER" not in script and "FUNCTION" not in script and "INSERT INTO" in script
+
+    import duckdb
+
+    rows = duckdb.connect().execute(script).execute(PG_TASK["sol_sql"][0]).fetchall()
+    assert rows == [("Alpine Ridge",)]
+    names = (
+        duckdb.connect().execute(script).execute("SELECT name FROM stations ORDER BY 1").fetchall()
+    )
+    assert names == [("Alpine Ridge",), ("O'Brien Peak",), ("Valley Floor",)]
