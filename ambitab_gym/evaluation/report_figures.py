@@ -179,7 +179,9 @@ def _style_axes(ax, layout: _Layout, panel: str, title: str, rotate: bool) -> No
         rotation_mode="anchor",
     )
     ax.tick_params(axis="x", length=0)
-    ax.set_xlim(-0.55, len(layout.groups) - 0.45)
+    n = len(layout.groups)
+    half = max(n, 2) / 2 + 0.05  # one group stays as narrow as two would be, centred
+    ax.set_xlim((n - 1) / 2 - half, (n - 1) / 2 + half)
     ax.set_ylim(0, 109)
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel(f"{_PANELS[panel]} (%)")
@@ -214,7 +216,7 @@ def _legends(fig, layout: _Layout, negative: bool, with_success: bool) -> None:
                 handles=handles,
                 loc=f"outside {where} center",
                 frameon=False,
-                ncol=min(len(handles), 5),
+                ncol=min(len(handles), 5 if fig.get_figwidth() >= 6 else 2),
                 handlelength=1.6,
                 columnspacing=1.2,
             )
@@ -238,12 +240,12 @@ def plot_figures(
     out.mkdir(parents=True, exist_ok=True)
     layout = _Layout(entries)
     groups, series = len(layout.groups), len(layout.labels)
-    wide = min(9.0, max(5.0, 1.0 + 0.7 * groups * series**0.5))
+    wide = min(9.0, max(4.2, 1.6 + 0.7 * groups * series**0.5))
     plans = {  # name -> (figure size, panels)
-        "figure3": ((max(wide, 6.5), 5.4), ("success", "precision", "recall")),
+        "figure3": ((max(wide, 4.6), 5.4), ("success", "precision", "recall")),
         "success": ((wide, 2.9), ("success",)),
-        "precision": ((max(3.4, wide / 2), 2.6), ("precision",)),
-        "recall": ((max(3.4, wide / 2), 2.6), ("recall",)),
+        "precision": ((max(2.6, wide / 2), 2.6), ("precision",)),
+        "recall": ((max(2.6, wide / 2), 2.6), ("recall",)),
     }
     paths: list[Path] = []
     with matplotlib.rc_context(_STYLE):
