@@ -297,7 +297,7 @@ def test_report_command_matches_stored_episodes(campaign_file, tmp_path, capsys)
     for name in ("figure3", "success", "precision", "recall"):
         width, height, dpi = png_size(out / f"{name}.png")
         assert dpi == pytest.approx(200, abs=1)
-        assert 600 <= width <= 2000 and 400 <= height <= 1400, (name, width, height)
+        assert 400 <= width <= 2000 and 400 <= height <= 1400, (name, width, height)
         assert (out / f"{name}.pdf").read_bytes().startswith(b"%PDF")
     width, height, _ = png_size(out / "figure3.png")
     assert 0.8 < width / height < 2.0
