@@ -228,3 +228,23 @@ def test_corpus_builds_and_opens_duckdb_databases():
             assert f"CREATE TABLE {table}" in script
     finally:
         engine.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_process_gets_its_own_worker(engine):
+    assert engine.execute("SELECT 1").rows == [(1,)]
+    parent_worker = engine.worker_pid
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            rows = engine.execute("SELECT count(*) FROM staff").rows
+            os.write(write_end, f"{rows[0][0]} {engine.worker_pid}".encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    count, child_worker = os.read(read_end, 100).decode().split()
+    os.close(read_end)
+    os.waitpid(child, 0)
+    assert count == "3" and int(child_worker) != parent_worker
+    assert engine.execute("SELECT 2").rows == [(2,)] and engine.worker_pid == parent_worker

@@ -61,6 +61,7 @@ class _Worker:
 
     def __init__(self, path: Path, limits: Limits) -> None:
         self.key = (limits.memory_limit_mb, limits.threads)
+        self.owner = os.getpid()
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
@@ -168,6 +169,11 @@ class DuckDBEngine:
 
     def _ensure_worker(self, limits: Limits) -> _Worker:
         key = (limits.memory_limit_mb, limits.threads)
+        if self._worker is not None and self._worker.owner != os.getpid():
+            # This process was forked: the worker and its pipes belong to the parent.
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            self._worker, self._finalizer = None, None
         if self._worker is not None and (
             self._worker.key != key or self._worker.process.poll() is not None
         ):
