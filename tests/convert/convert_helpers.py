@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,72 @@ def tree_bytes(folder: Path) -> dict[str, bytes]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+# -- a scripted OpenAI-compatible model server on 127.0.0.1 ------------------------------------
+
+
+class ModelServer:
+    """A real HTTP server answering ``POST /v1/chat/completions`` with ``reply(prompt)``.
+
+    Use as a context manager; ``url`` is the base URL, ``requests`` the decoded request bodies.
+    """
+
+    def __init__(self, reply) -> None:
+        self.reply = reply
+        self.requests: list[dict] = []
+        server_self = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server API
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server_self.requests.append({"path": self.path, **body})
+                content = server_self.reply(body["messages"][-1]["content"])
+                data = json.dumps(
+                    {"choices": [{"message": {"role": "assistant", "content": content}}]}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> ModelServer:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+SHOP_ROWS = [
+    {"question_id": 1, "db_id": "shop", "question": "How many cheap items are there?",
+     "evidence": "cheap refers to price < 5", "SQL": "SELECT COUNT(*) FROM items WHERE price < 5",
+     "difficulty": "simple"},
+    {"question_id": 2, "db_id": "shop", "question": "List the names of items in the toys category.",
+     "evidence": "toys category refers to category = 'toys'",
+     "SQL": "SELECT name FROM items WHERE category = 'toys'", "difficulty": "simple"},
+]  # fmt: skip
+
+
+def tiny_bird(folder: Path) -> Path:
+    """A BIRD-layout ``dev/`` folder (dev.json, dev_databases/shop/shop.sqlite); self-written."""
+    dev = folder / "dev"
+    (dev / "dev_databases" / "shop").mkdir(parents=True)
+    (dev / "dev.json").write_text(json.dumps(SHOP_ROWS))
+    connection = sqlite3.connect(dev / "dev_databases" / "shop" / "shop.sqlite")
+    connection.executescript(
+        "CREATE TABLE items(name TEXT, price REAL, category TEXT);"
+        "INSERT INTO items VALUES ('ball', 3.5, 'toys'), ('kite', 12.0, 'toys'),"
+        "('pen', 1.2, 'office'), ('desk', 99.0, 'office');"
+    )
+    connection.commit()
+    connection.close()
+    return dev

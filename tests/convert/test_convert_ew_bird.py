@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from convert_helpers import read_jsonl, run_build, upstream
+from convert_helpers import SHOP_ROWS, ModelServer, read_jsonl, run_build, tiny_bird, upstream
 
 from ambitab_gym.convert import ew_bird
 from ambitab_gym.convert.common import BuildOptions, Workspace
@@ -160,90 +158,37 @@ def test_build_on_schema_only_databases(tmp_path):
 # -- the row filter hook over a real HTTP server ---------------------------------------------
 
 
-ROWS = [
-    {"question_id": 1, "db_id": "shop", "question": "How many cheap items are there?",
-     "evidence": "cheap refers to price < 5", "SQL": "SELECT COUNT(*) FROM items WHERE price < 5",
-     "difficulty": "simple"},
-    {"question_id": 2, "db_id": "shop", "question": "List the names of items in the toys category.",
-     "evidence": "toys category refers to category = 'toys'",
-     "SQL": "SELECT name FROM items WHERE category = 'toys'", "difficulty": "simple"},
-]  # fmt: skip
-
 # what the scripted model answers: (request, shown hints?) -> SQL
 ANSWERS = {
-    (ROWS[0]["question"], False): "SELECT COUNT(*) FROM items",  # wrong without the hint
-    (ROWS[0]["question"], True): "SELECT COUNT(*) FROM items WHERE price < 5",
-    (ROWS[1]["question"], False): "SELECT name FROM items WHERE category = 'toys'",  # no need
-    (ROWS[1]["question"], True): "SELECT name FROM items WHERE category = 'toys'",
+    (SHOP_ROWS[0]["question"], False): "SELECT COUNT(*) FROM items",  # wrong without the hint
+    (SHOP_ROWS[0]["question"], True): "SELECT COUNT(*) FROM items WHERE price < 5",
+    (SHOP_ROWS[1]["question"], False): "SELECT name FROM items WHERE category = 'toys'",
+    (SHOP_ROWS[1]["question"], True): "SELECT name FROM items WHERE category = 'toys'",
 }
 
 
-class ScriptedModel(BaseHTTPRequestHandler):
-    requests: list[dict] = []
-
-    def do_POST(self):  # noqa: N802 - http.server API
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        ScriptedModel.requests.append({"path": self.path, **body})
-        prompt = body["messages"][-1]["content"]
-        request = next(
-            line[len("Request: ") :] for line in prompt.splitlines() if line.startswith("Request: ")
-        )
-        sql = ANSWERS[(request, "Hints:" in prompt)]
-        reply = {"choices": [{"message": {"role": "assistant", "content": f"```sql\n{sql}\n```"}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+def answer(prompt: str) -> str:
+    lines = prompt.splitlines()
+    request = next(line[len("Request: ") :] for line in lines if line.startswith("Request: "))
+    return f"```sql\n{ANSWERS[(request, 'Hints:' in prompt)]}\n```"
 
 
-@pytest.fixture
-def model_server():
-    ScriptedModel.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedModel)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-
-
-def tiny_bird(folder: Path) -> Path:
-    dev = folder / "dev"
-    (dev / "dev_databases" / "shop").mkdir(parents=True)
-    (dev / "dev.json").write_text(json.dumps(ROWS))
-    connection = sqlite3.connect(dev / "dev_databases" / "shop" / "shop.sqlite")
-    connection.executescript(
-        "CREATE TABLE items(name TEXT, price REAL, category TEXT);"
-        "INSERT INTO items VALUES ('ball', 3.5, 'toys'), ('kite', 12.0, 'toys'),"
-        "('pen', 1.2, 'office'), ('desk', 99.0, 'office');"
-    )
-    connection.commit()
-    connection.close()
-    return dev
-
-
-def test_row_filter_keeps_rows_that_need_the_evidence(tmp_path, model_server):
+def test_row_filter_keeps_rows_that_need_the_evidence(tmp_path):
     dev = tiny_bird(tmp_path)
-    status, report = run_build(
-        "ew-bird", "--source", str(dev), "--out", str(tmp_path / "c"),
-        "--llm-url", model_server, "--model", "scripted-7b",
-    )  # fmt: skip
+    with ModelServer(answer) as server:
+        status, report = run_build(
+            "ew-bird", "--source", str(dev), "--out", str(tmp_path / "c"),
+            "--llm-url", server.url, "--model", "scripted-7b",
+        )  # fmt: skip
     assert status == 0, report
     assert report["records"] == 1 and report["dropped"] == {"no_evidence_benefit": 1}
     (record,) = read_jsonl(tmp_path / "c" / "records.jsonl")
     assert record["id"] == "ew_bird-dev-1"
     (dropped,) = read_jsonl(tmp_path / "c" / "dropped.jsonl")
     assert dropped["item"] == "dev.json#2"
-    assert len(ScriptedModel.requests) == 4
-    assert {r["path"] for r in ScriptedModel.requests} == {"/v1/chat/completions"}
-    assert {(r["model"], r["temperature"]) for r in ScriptedModel.requests} == {
-        ("scripted-7b", 0.0)
-    }
+    assert len(server.requests) == 4
+    assert {r["path"] for r in server.requests} == {"/v1/chat/completions"}
+    assert {(r["model"], r["temperature"]) for r in server.requests} == {("scripted-7b", 0.0)}
     manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
     assert manifest["oracle"] == "knowledge"
     assert manifest["provenance"]["model_hooks"]["model"] == "scripted-7b"

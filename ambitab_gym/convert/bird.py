@@ -1,0 +1,216 @@
+"""AmbiTab-Bird: import released AmbiTab files, or rewrite BIRD tasks with a model.
+
+AmbiTab-Bird's rewrites (underspecified requests, alternative readings, executable alternative
+SQL and fixed resolutions) need a model, so the build is reproducible only from released files:
+
+* **released files** (``--source`` is a ``records.jsonl`` in the AmbiTab format, or a folder
+  holding one): every record is read with the record schema, grouped into its AVTs and checked
+  against BIRD's databases (``--databases``: BIRD's ``dev_databases/`` or ``train_databases/``,
+  or a folder holding them).
+* **rewriting hook** (``--source`` is BIRD's ``dev/`` or ``train/`` folder with ``--llm-url`` and
+  ``--model``): :class:`~ambitab_gym.convert.hooks.LLMRewriter` proposes a request, its
+  ambiguities and one SQL per reading; readings that fail, return nothing or repeat another
+  reading's result are dropped by the build checks. The paper's model-based admission filters
+  (a solver miss without clarification, a necessity judgment) are not applied.
+
+* :func:`convert` - the converter entry point.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ambitab_gym.convert.common import (
+    BuildError,
+    BuildOptions,
+    Conversion,
+    Drop,
+    Item,
+    Workspace,
+    progress,
+    sha256_file,
+    slug,
+)
+from ambitab_gym.convert.ew_bird import UPSTREAM as BIRD_UPSTREAM
+from ambitab_gym.convert.ew_bird import find_bird_files, register_bird_databases
+from ambitab_gym.records import RecordError, TaskRecord, parse_record
+
+__all__ = ["convert"]
+
+UPSTREAM = {
+    "name": "AmbiTab-Bird over BIRD",
+    "bird": BIRD_UPSTREAM,
+    "licence": "CC BY-SA 4.0 (BIRD); released AmbiTab records under their own licence",
+}
+
+
+def _records_file(source: Path) -> Path | None:
+    if source.is_file() and source.suffix == ".jsonl":
+        return source
+    if source.is_dir() and (source / "records.jsonl").is_file():
+        return source / "records.jsonl"
+    return None
+
+
+def _database_options(options: BuildOptions) -> list[BuildOptions]:
+    """One option set per folder that may hold ``<db>/<db>.sqlite``."""
+    roots = []
+    if options.databases is not None:
+        roots.append(options.databases)
+        roots += sorted(p for p in options.databases.glob("*_databases") if p.is_dir())
+    return [BuildOptions(source=root, databases=root) for root in roots]
+
+
+def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
+    """Import released AmbiTab-Bird records, or rewrite BIRD tasks through the model hook.
+
+    Args:
+        options: ``source`` is the released ``records.jsonl`` (or its folder), or BIRD's
+            task folder together with ``llm_url`` and ``model``; ``databases`` holds BIRD's
+            databases.
+        workspace: where the databases are registered.
+    """
+    conversion = Conversion(
+        corpus="bird",
+        oracle="knowledge",
+        description=(
+            "AmbiTab-Bird: BIRD tasks rewritten to be underspecified, with alternative readings, "
+            "executable alternative SQL and fixed resolutions; zero-ambiguity controls included."
+        ),
+        licence=UPSTREAM["licence"],
+        upstream=UPSTREAM,
+    )
+    released = _records_file(options.source)
+    if released is not None:
+        _import(released, options, workspace, conversion)
+        return conversion
+    if not options.llm_url:
+        raise BuildError(
+            "AmbiTab-Bird's rewrites need a model: give the released AmbiTab-Bird records with "
+            "--source PATH/records.jsonl, or BIRD's task folder with --llm-url URL --model NAME"
+        )
+    _rewrite(options, workspace, conversion)
+    return conversion
+
+
+def _import(
+    path: Path, options: BuildOptions, workspace: Workspace, conversion: Conversion
+) -> None:
+    conversion.inputs[path.name] = sha256_file(path)
+    conversion.notes["mode"] = "released AmbiTab files"
+    avts: dict[str, list[TaskRecord]] = {}
+    keys: dict[str, str] = {}
+    lines = path.read_text("utf-8").splitlines()
+    for number, line in progress(
+        list(enumerate(lines, start=1)), desc="bird", enabled=options.show_progress
+    ):
+        if not line.strip():
+            continue
+        key = f"{path.name}:{number}"
+        try:
+            data = json.loads(line)
+            data["corpus"] = "bird"
+            record = parse_record(data, where=key)
+        except (json.JSONDecodeError, RecordError) as error:
+            conversion.drops.append(Drop(key, "invalid_record", str(error)[:300]))
+            continue
+        avts.setdefault(record.avt_id, []).append(record)
+        keys.setdefault(record.avt_id, key)
+    needed = {r.verification.database for rs in avts.values() for r in rs}
+    for root_options in _database_options(options):
+        register_bird_databases(root_options, workspace, needed)
+    for avt_id, records in avts.items():
+        conversion.items.append(Item(f"{keys[avt_id]} ({avt_id})", records))
+
+
+def _rewrite(options: BuildOptions, workspace: Workspace, conversion: Conversion) -> None:
+    from ambitab_gym.convert.common import read_json_or_jsonl
+    from ambitab_gym.convert.hooks import LLMClient, LLMRewriter
+
+    conversion.notes["mode"] = "rewritten by a model (not the released AmbiTab-Bird)"
+    rewriter = LLMRewriter(LLMClient(options.llm_url or "", options.model or "", seed=options.seed))
+    files = find_bird_files(options.source)
+    rows_by_file = []
+    for path, split in files:
+        conversion.inputs[path.name] = sha256_file(path)
+        rows_by_file.append((path.name, split, read_json_or_jsonl(path)))
+    register_bird_databases(
+        options, workspace, {r["db_id"] for _, _, rs in rows_by_file for r in rs}
+    )
+    for label, split, rows in rows_by_file:
+        for index, row in progress(
+            list(enumerate(rows)), desc=f"bird {label}", enabled=options.show_progress
+        ):
+            qid = row.get("question_id", index)
+            key = f"{label}#{qid}"
+            if row["db_id"] not in workspace:
+                conversion.drops.append(
+                    Drop(key, "database_missing", f"no database {row['db_id']!r}")
+                )
+                continue
+            proposal = rewriter.rewrite(row, workspace.schema_text(row["db_id"]) or "")
+            item = _item_from_rewrite(proposal, row, split, key, qid) if proposal else None
+            if item is None:
+                conversion.drops.append(
+                    Drop(key, "rewrite_failed", "the model gave no usable rewrite")
+                )
+                continue
+            conversion.items.append(item)
+
+
+def _item_from_rewrite(proposal: dict, row: dict, split: str, key: str, qid) -> Item | None:
+    avt_id = f"bird-{split}-{qid}"
+    request = str(proposal.get("request") or "").strip()
+    ambiguities = [a for a in proposal.get("ambiguities") or [] if isinstance(a, dict)]
+    readings = [r for r in proposal.get("readings") or [] if isinstance(r, dict) and r.get("sql")]
+    if not request or not readings:
+        return None
+    records = []
+    try:
+        if not ambiguities:  # a zero-ambiguity control: the original reading only
+            readings = readings[:1]
+        for n, reading in enumerate(readings, start=1):
+            resolutions = reading.get("resolutions") or {}
+            entries = []
+            for a in ambiguities:
+                ident = slug(str(a.get("id") or a.get("term") or "a"))
+                entries.append(
+                    {
+                        "id": ident,
+                        "term": str(a["term"]),
+                        "kind": a.get("kind")
+                        if a.get("kind") in ("critical", "knowledge")
+                        else "critical",
+                        "resolution": str(
+                            resolutions.get(a.get("id")) or resolutions.get(a.get("term")) or ""
+                        ),
+                    }
+                )
+            records.append(
+                parse_record(
+                    {
+                        "id": f"{avt_id}-{n}",
+                        "avt_id": avt_id,
+                        "corpus": "bird",
+                        "split": split,
+                        "spec": {"request": request, "database": row["db_id"]},
+                        "ambiguities": entries,
+                        "verification": {
+                            "engine": "sqlite",
+                            "database": row["db_id"],
+                            "reference_sql": str(reading["sql"]).strip().rstrip(";"),
+                            "compare": {"order": "set"},
+                        },
+                        "source": {
+                            "kind": "bird-rewrite",
+                            "question_id": row.get("question_id"),
+                            "reading": n,
+                        },
+                    },
+                    where=key,
+                )
+            )
+    except (RecordError, KeyError):
+        return None
+    return Item(key, records, min_records=2 if ambiguities else 1)

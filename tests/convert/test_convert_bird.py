@@ -1,0 +1,119 @@
+"""AmbiTab-Bird builder: importing released AmbiTab files, and the rewriting hook over HTTP.
+
+The released-files path is exercised with the bundled Bird sample standing in for a release
+(its databases are laid out as BIRD's ``dev_databases/<db>/<db>.sqlite``); the rewriting hook
+with a scripted model server on 127.0.0.1 and a self-written BIRD-layout folder.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from convert_helpers import ModelServer, read_jsonl, run_build, tiny_bird
+
+from ambitab_gym.corpora import BUNDLED_DIR
+from ambitab_gym.records import parse_record
+
+
+@pytest.fixture
+def release(tmp_path):
+    bundled = BUNDLED_DIR / "bird"
+    if not (bundled / "manifest.json").is_file():
+        pytest.skip("the bundled Bird sample is not there yet")
+    manifest = json.loads((bundled / "manifest.json").read_text())
+    databases = tmp_path / "bird" / "dev_databases"
+    for name, entry in manifest["databases"].items():
+        (databases / name).mkdir(parents=True)
+        connection = sqlite3.connect(databases / name / f"{name}.sqlite")
+        connection.executescript((bundled / entry["file"]).read_text())
+        connection.commit()
+        connection.close()
+    return bundled / "records.jsonl", tmp_path / "bird"
+
+
+def test_released_files_are_imported_as_they_are(release, tmp_path):
+    records_file, databases = release
+    status, report = run_build(
+        "bird", "--source", str(records_file), "--databases", str(databases),
+        "--out", str(tmp_path / "c"),
+    )  # fmt: skip
+    assert status == 0, report
+    original = read_jsonl(records_file)
+    built = read_jsonl(tmp_path / "c" / "records.jsonl")
+    # the same records (the written file fills in defaults such as compare.allow_empty)
+    assert {r["id"]: parse_record(r) for r in built} == {r["id"]: parse_record(r) for r in original}
+    assert len(built) == len(original)
+
+    def readings(records):  # AVT -> record ids in file order (the first is the default)
+        out = {}
+        for r in records:
+            out.setdefault(r["avt_id"], []).append(r["id"])
+        return out
+
+    assert readings(built) == readings(original)
+    assert report["records"] == len(original) and report["dropped"] == {}
+    assert report["avts"] == len({r["avt_id"] for r in original})
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert manifest["oracle"] == "knowledge" and manifest["name"] == "bird"
+    assert all(entry["file"].endswith(".sqlite") for entry in manifest["databases"].values())
+
+
+def test_released_files_without_databases_are_dropped(release, tmp_path):
+    records_file, _ = release
+    status, report = run_build("bird", "--source", str(records_file), "--out", str(tmp_path / "c"))
+    assert status == 1
+    assert report["dropped"] == {"database_missing": report["dropped"]["database_missing"]}
+    assert report["dropped"]["database_missing"] == len(
+        {r["avt_id"] for r in read_jsonl(records_file)}
+    )
+
+
+def test_bird_tasks_need_a_model(tmp_path):
+    dev = tiny_bird(tmp_path)
+    status, report = run_build("bird", "--source", str(dev), "--out", str(tmp_path / "c"))
+    assert status == 1 and "--llm-url" in report["error"]
+
+
+REWRITES = {
+    "How many cheap items are there?": {
+        "request": "How many cheap items are there?",
+        "ambiguities": [{"id": "cheap", "term": "cheap items", "kind": "knowledge"}],
+        "readings": [
+            {"resolutions": {"cheap": "items priced under 5"},
+             "sql": "SELECT COUNT(*) FROM items WHERE price < 5"},
+            {"resolutions": {"cheap": "items priced under 15"},
+             "sql": "SELECT COUNT(*) FROM items WHERE price < 15"},
+        ],
+    },
+    "List the names of items in the toys category.": "this is not JSON",
+}  # fmt: skip
+
+
+def rewrite(prompt: str) -> str:
+    task = next(line[len("Task: ") :] for line in prompt.splitlines() if line.startswith("Task: "))
+    answer = REWRITES[task]
+    return answer if isinstance(answer, str) else "```json\n" + json.dumps(answer) + "\n```"
+
+
+def test_rewriting_hook(tmp_path):
+    dev = tiny_bird(tmp_path)
+    with ModelServer(rewrite) as server:
+        status, report = run_build(
+            "bird", "--source", str(dev), "--out", str(tmp_path / "c"),
+            "--llm-url", server.url, "--model", "rewriter",
+        )  # fmt: skip
+        assert len(server.requests) == 2
+    assert status == 0, report
+    assert report["records"] == 2 and report["avts"] == 1
+    assert report["dropped"] == {"rewrite_failed": 1}
+    first, second = read_jsonl(tmp_path / "c" / "records.jsonl")
+    assert first["avt_id"] == second["avt_id"] == "bird-dev-1"
+    assert [first["ambiguities"][0]["resolution"], second["ambiguities"][0]["resolution"]] == [
+        "items priced under 5",
+        "items priced under 15",
+    ]
+    assert first["ambiguities"][0]["kind"] == "knowledge"
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert manifest["provenance"]["mode"].startswith("rewritten by a model")
