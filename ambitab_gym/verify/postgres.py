@@ -404,6 +404,8 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
     diag = getattr(error, "diag", None)
     primary = (diag.message_primary if diag is not None else None) or str(error)
     message = primary.strip()
+    if isinstance(error, errors.QueryCanceled) and "timeout" not in message:
+        return QueryError("runtime", f"the query was cancelled ({message})")
     if isinstance(error, (errors.QueryCanceled, errors.LockNotAvailable)):
         return QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
     if isinstance(error, (errors.InsufficientPrivilege, errors.ReadOnlySqlTransaction)):
