@@ -277,13 +277,15 @@ class PlaySession:
     def _show_solver_sql(self) -> None:
         from ambitab_gym.policies.interpretation import InterpretationSolver
 
-        solver = self.env.solver
-        if isinstance(solver, InterpretationSolver) or getattr(solver, "privileged", False):
+        solver, trajectory = self.env.solver, self.env.trajectory
+        assert trajectory is not None
+        if trajectory.error:  # an error category (e.g. a server fault), never task data
+            self._say(f"The solver failed ({trajectory.error}).")
+        elif isinstance(solver, InterpretationSolver) or getattr(solver, "privileged", False):
             self._say("(this solver's SQL is one of the task's reference queries: not shown)")
-            return
-        trajectory = self.env.trajectory
-        sql = trajectory.sql if trajectory is not None else None
-        self._say(f"Solver's SQL:\n{sql}" if sql else "The solver gave no SQL.")
+        else:
+            sql = trajectory.sql
+            self._say(f"Solver's SQL:\n{sql}" if sql else "The solver gave no SQL.")
 
     def _write_sql(self) -> bool:
         """The SQL phase of agent mode; returns False when the person quits."""

@@ -213,3 +213,19 @@ def test_command_errors(capsys):
     assert "no-such-record" in capsys.readouterr().err
     assert main(["play", "bird", "--solver", "nonsense"]) == 2
     assert "nonsense" in capsys.readouterr().err
+
+
+class BrokenSolver:
+    """A solver whose server is down."""
+
+    name = "broken"
+
+    def solve(self, view) -> str:
+        raise ConnectionError("no server at 127.0.0.1:9")
+
+
+def test_a_failing_solver_is_reported():
+    env = AmbiTabEnv("ambiqt", solver=BrokenSolver(), zero_ambiguity="skip")
+    outcome, shown = play(env, "/stop\n", seed=1)
+    assert "The solver failed (ConnectionError)." in shown
+    assert outcome.finished and outcome.success is False and outcome.verdict_reason == "no_sql"
