@@ -262,7 +262,7 @@ def _classify(duckdb, error: Exception, watchdog: Watchdog, timeout_s: float) ->
 
 
 def _run_query(duckdb, connection, watchdog: Watchdog, request: tuple) -> tuple:
-    _, sql, timeout_s, max_rows, max_bytes = request
+    _, sql, timeout_s, max_rows, _max_bytes = request
     try:
         statements = connection.extract_statements(sql)
     except Exception as error:  # parser errors come back here
@@ -287,8 +287,6 @@ def _run_query(duckdb, connection, watchdog: Watchdog, request: tuple) -> tuple:
         return ("ok", columns, _plain_rows(rows))
     except BaseException as error:  # noqa: BLE001 - every failure becomes a reply
         return _classify(duckdb, error, watchdog, timeout_s)
-    finally:
-        rows = []
 
 
 def serve(request_fd: int, response_fd: int) -> int:
@@ -344,7 +342,7 @@ def serve(request_fd: int, response_fd: int) -> int:
 def main(argv: list[str]) -> int:
     """Entry point: ``worker.py REQUEST_FD RESPONSE_FD``."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)  # engine chatter must never reach the parent's terminal protocol
+    os.dup2(devnull, 1)  # whatever the engine prints goes nowhere
     os.close(devnull)
     return serve(int(argv[1]), int(argv[2]))
 
