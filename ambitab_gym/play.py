@@ -15,6 +15,7 @@ reference queries, so its SQL would reveal them.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -144,6 +145,9 @@ class PlaySession:
             raise ValueError("play needs an env in 'agent' or 'solver' mode (see make_play_env)")
         self.env = env
         self._terminal = input is None and sys.stdin.isatty()
+        if self._terminal:
+            with contextlib.suppress(ImportError):  # line editing and history for input()
+                import readline  # noqa: F401
         self.input = input if input is not None else sys.stdin
         self.output = output if output is not None else sys.stdout
         self.seed = seed
