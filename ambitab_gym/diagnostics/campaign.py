@@ -11,7 +11,9 @@ specification-randomized asker under (match, resp*) and under O* [dRec_spec^Q an
 reference term]; pi_full^adv (:class:`~ambitab_gym.policies.scripted.FullAsker` behind
 :class:`~ambitab_gym.wrappers.AdversarialProbe`) under O and O* [dJ_full]; pi_none^adv
 (:class:`~ambitab_gym.policies.scripted.GenericAsker`) under (match, resp*) and O* [dRec_none].
-O* is the corpus's deterministic oracle. Every run uses the same records, seeds and solver.
+O* is the corpus's deterministic oracle. Every run uses the same records, seeds and solver;
+the runs that only feed recall diagnostics (:data:`RECALL_ONLY`) stop after asking, without
+writing or verifying SQL.
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ambitab_gym.corpora import Corpus, load_corpus
-from ambitab_gym.diagnostics.estimates import CONDITIONS, LeakageReport, leakage_report
+from ambitab_gym.diagnostics.estimates import (
+    CONDITIONS,
+    RECALL_ONLY,
+    LeakageReport,
+    leakage_report,
+)
 from ambitab_gym.diagnostics.probes import PROBE_ASKERS, PROBE_SOLVERS
 from ambitab_gym.env import AmbiTabEnv
 from ambitab_gym.evaluation.components import (
@@ -147,7 +154,8 @@ class _Parts:
             split=self.config.split,
             record_ids=[r.id for r in self.records],
             oracle=self.reference if oracle == "reference" else self.actual,
-            solver=self.solver,
+            solver=None if condition in RECALL_ONLY else self.solver,
+            mode="ask_only" if condition in RECALL_ONLY else "solver",
             budget_slack=self.config.budget_slack,
             zero_ambiguity="skip",
         )
@@ -214,6 +222,8 @@ async def _run(
                 env, asker = built[condition]
                 row, _ = await play_episode(env, asker, record, seed=seed)
                 row.update(campaign_id=campaign_id, condition=condition, seed=seed)
+                if condition in RECALL_ONLY:
+                    row["success"] = None  # asked only: no SQL was written or verified
                 store.add_episode(row)
                 bar.update(1)
         finally:

@@ -25,6 +25,7 @@ from ambitab_gym.diagnostics.bootstrap import Interval, cluster_bootstrap, union
 __all__ = [
     "CONDITIONS",
     "DIAGNOSTICS",
+    "RECALL_ONLY",
     "REFERENCE_TERMS",
     "Diagnostic",
     "DiagnosticSpec",
@@ -45,6 +46,10 @@ CONDITIONS: dict[str, tuple[str, str]] = {
     "generic:hybrid": ("none^adv", "hybrid"),
     "generic:reference": ("none^adv", "reference"),
 }
+
+#: Conditions whose diagnostics read recall only: they run ask-only (no solver, no
+#: verification) and store ``success`` as None.
+RECALL_ONLY = frozenset({"spec:hybrid", "spec:reference", "generic:hybrid", "generic:reference"})
 
 
 @dataclass(frozen=True)
