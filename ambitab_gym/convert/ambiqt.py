@@ -194,6 +194,8 @@ def rebuild_database(
     tmp = target.with_name(target.name + ".tmp")
     shutil.copyfile(source, tmp)
     connection = sqlite3.connect(tmp)
+    connection.execute("PRAGMA synchronous = OFF")  # a scratch file, moved into place at the end
+    connection.execute("PRAGMA journal_mode = MEMORY")
     try:
         declared = ""
         for row in connection.execute(f"PRAGMA table_info({_q(table)})"):

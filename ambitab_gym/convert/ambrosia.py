@@ -182,6 +182,13 @@ def _execute_statements(connection: sqlite3.Connection, script: str) -> int:
     return skipped
 
 
+def _scratch(path: Path) -> sqlite3.Connection:
+    """A connection for building a database file (no fsync: a failed build is rebuilt)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA synchronous = OFF")
+    return connection
+
+
 def build_from_dump(script: str, path: Path) -> int:
     """Build a SQLite database from an Ambrosia ``db_dump``.
 
@@ -204,7 +211,7 @@ def build_from_dump(script: str, path: Path) -> int:
         [(1,)]
     """
     path.unlink(missing_ok=True)
-    connection = sqlite3.connect(path, isolation_level=None)
+    connection = _scratch(path)
     skipped = 0
     try:
         try:
@@ -212,7 +219,7 @@ def build_from_dump(script: str, path: Path) -> int:
         except sqlite3.Error:
             connection.close()
             path.unlink(missing_ok=True)
-            connection = sqlite3.connect(path, isolation_level=None)
+            connection = _scratch(path)
             skipped = _execute_statements(connection, script)
         if connection.in_transaction:
             connection.execute("COMMIT")

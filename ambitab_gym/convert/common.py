@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -193,6 +194,7 @@ def progress(
     yield from tqdm(iterable, desc=desc, total=total, file=sys.stderr, leave=False)
 
 
+@functools.lru_cache(maxsize=4096)
 def compare_for(
     sql: str, *, dialect: str = "sqlite", float_decimals: int | None = 4
 ) -> CompareRules:
@@ -409,6 +411,7 @@ class Workspace:
 def _sqlite_from_script(script: str, path: Path) -> None:
     """Write a SQLite database from a trusted script (deterministic bytes)."""
     connection = sqlite3.connect(path)
+    connection.execute("PRAGMA synchronous = OFF")
     try:
         connection.executescript(script)
         connection.commit()

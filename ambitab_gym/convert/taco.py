@@ -258,6 +258,7 @@ def swap_table(tree: exp.Select, old: str, new: str) -> str:
 
 def _csv_database(folder: Path, target: Path) -> None:
     connection = sqlite3.connect(target)
+    connection.execute("PRAGMA synchronous = OFF")
     try:
         for path in sorted(folder.glob("*.csv")):
             with path.open(newline="", encoding="utf-8") as handle:
