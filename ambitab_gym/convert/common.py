@@ -51,7 +51,12 @@ T = TypeVar("T")
 
 
 class BuildError(RuntimeError):
-    """A build cannot proceed; the message tells the user what to change."""
+    """A build cannot proceed; the message tells the user what to change.
+
+    Example:
+        >>> str(BuildError("give the databases with --databases PATH"))
+        'give the databases with --databases PATH'
+    """
 
 
 @dataclass(frozen=True)

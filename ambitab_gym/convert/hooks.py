@@ -123,7 +123,17 @@ Executor = Callable[[str, str], list[tuple]]
 
 @runtime_checkable
 class RowFilter(Protocol):
-    """Decides whether an EW-Bird row is kept (paper Table 5: benefit from the evidence)."""
+    """Decides whether an EW-Bird row is kept (paper Table 5: benefit from the evidence).
+
+    ``keep(...)`` returns ``(keep, why)``; ``execute(database, sql)`` runs trusted SQL.
+
+    Example:
+        >>> class KeepAll:
+        ...     def keep(self, **kwargs):
+        ...         return True, "no filter"
+        >>> isinstance(KeepAll(), RowFilter)
+        True
+    """
 
     def keep(
         self,
@@ -159,6 +169,12 @@ class EvidenceBenefitFilter:
     Args:
         client: the model endpoint.
         rules: how results are compared with the reference result.
+
+    Example:
+        >>> f = EvidenceBenefitFilter(LLMClient("http://127.0.0.1:9/v1", "m"))
+        >>> f.keep(request="?", evidence=[], reference_sql="bad", database="d", schema="",
+        ...        execute=lambda db, sql: 1 / 0)
+        (True, 'reference fails; left to the build checks')
     """
 
     client: LLMClient
@@ -200,7 +216,19 @@ class EvidenceBenefitFilter:
 
 @runtime_checkable
 class Rewriter(Protocol):
-    """Turns one BIRD row into readings of an underspecified request (AmbiTab-Bird)."""
+    """Turns one BIRD row into readings of an underspecified request (AmbiTab-Bird).
+
+    ``rewrite(row, schema)`` returns ``{"request", "ambiguities", "readings"}`` (see
+    :class:`LLMRewriter`) or None.
+
+    Example:
+        >>> class Unchanged:
+        ...     def rewrite(self, row, schema):
+        ...         return {"request": row["question"], "ambiguities": [],
+        ...                 "readings": [{"resolutions": {}, "sql": row["SQL"]}]}
+        >>> isinstance(Unchanged(), Rewriter)
+        True
+    """
 
     def rewrite(self, row: dict[str, Any], schema: str) -> dict[str, Any] | None: ...
 
@@ -221,6 +249,10 @@ class LLMRewriter:
 
     The converter executes every reading's SQL and keeps the rewrite only when the readings
     run and give different results.
+
+    Example:
+        >>> LLMRewriter(LLMClient("http://127.0.0.1:9/v1", "m")).client.model
+        'm'
     """
 
     client: LLMClient
