@@ -1,8 +1,9 @@
 """Askers, solvers and oracles by name, as the command line and campaigns name them.
 
-* :func:`make_asker` - ``none``, ``full``, ``full-adv``, ``generic``, ``llm:STRATEGY`` or an
-  import path ``module:callable``.
-* :func:`make_solver` - ``interpretation``, ``llm`` or ``module:callable``.
+* :func:`make_asker` - ``none``, ``full``, ``full-adv``, ``generic``, ``schema-probe``,
+  ``llm:STRATEGY`` or an import path ``module:callable``.
+* :func:`make_solver` - ``interpretation``, ``dialogue-sql``, ``dialogue-sql-blind``, ``llm`` or
+  ``module:callable``.
 * :func:`make_oracle` - ``deterministic`` (the corpus's reference oracle), ``llm``, the leaky
   demonstration oracles, or ``module:callable``.
 
@@ -65,6 +66,10 @@ def make_asker(name: str, *, corpus: Corpus | None = None, llm_client: Any = Non
     """A fresh asker for a name (askers are stateful: make one per concurrent episode)."""
     if name in ASKERS:
         return ASKERS[name]()
+    from ambitab_gym.diagnostics.probes import PROBE_ASKERS
+
+    if name in PROBE_ASKERS:
+        return PROBE_ASKERS[name]()
     if name.startswith("llm:"):
         from ambitab_gym.llm import make_llm_asker
 
@@ -76,8 +81,12 @@ def make_asker(name: str, *, corpus: Corpus | None = None, llm_client: Any = Non
 
 def make_solver(name: str, corpus: Corpus, *, llm_client: Any = None) -> Any:
     """A solver for a name."""
+    from ambitab_gym.diagnostics.probes import PROBE_SOLVERS
+
     if name == "interpretation":
         return InterpretationSolver(corpus)
+    if name in PROBE_SOLVERS:
+        return PROBE_SOLVERS[name](corpus)
     if name == "llm":
         from ambitab_gym.llm import make_llm_solver
 
