@@ -85,10 +85,25 @@ class ChatResult:
     record: CallRecord
 
 
+#: Connections per httpx pool. httpcore's pool scans every connection on each request (and
+#: every idle one for each of them), so one pool of 64 connections costs milliseconds per request;
+#: several small pools keep that near constant.
+_SHARD_SIZE = 4
+
+
 @dataclass
 class _LoopState:
-    http: httpx.AsyncClient
+    """One event loop's connection pools (shards) and concurrency limit."""
+
+    shards: list[httpx.AsyncClient]
+    loads: list[int]
     semaphore: asyncio.Semaphore
+
+    def pick(self) -> int:
+        """The least busy shard (it always has a free connection under the semaphore)."""
+        index = min(range(len(self.loads)), key=self.loads.__getitem__)
+        self.loads[index] += 1
+        return index
 
 
 class _LoopThread:
@@ -276,16 +291,19 @@ class LLMClient:
             headers = {"Content-Type": "application/json"}
             if self.api_key:
                 headers["Authorization"] = f"Bearer {self.api_key}"
-            limits = httpx.Limits(
-                max_connections=self.concurrency, max_keepalive_connections=self.concurrency
-            )
-            http = httpx.AsyncClient(
-                headers=headers,
-                timeout=httpx.Timeout(self.timeout_s),
-                limits=limits,
-                trust_env=False,
-            )
-            state = _LoopState(http, asyncio.Semaphore(self.concurrency))
+            n_shards = -(-self.concurrency // _SHARD_SIZE)
+            size = -(-self.concurrency // n_shards)
+            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+            shards = [
+                httpx.AsyncClient(
+                    headers=headers,
+                    timeout=httpx.Timeout(self.timeout_s),
+                    limits=limits,
+                    trust_env=False,
+                )
+                for _ in range(n_shards)
+            ]
+            state = _LoopState(shards, [0] * n_shards, asyncio.Semaphore(self.concurrency))
             self._loops[loop] = state
         return state
 
@@ -306,7 +324,8 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         state = self._loops.pop(loop, None)
         if state is not None:
-            await state.http.aclose()
+            for shard in state.shards:
+                await shard.aclose()
 
     def close(self) -> None:
         """Close the private loop's pool and stop its thread (async pools: use :meth:`aclose`)."""
@@ -375,6 +394,7 @@ class LLMClient:
         state = self._state()
         url = f"{self.base_url}/chat/completions"
         body = self._body(messages, params)
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         started = time.perf_counter()
         attempts = 0
         latency = 0.0
@@ -384,14 +404,17 @@ class LLMClient:
             error: LLMError | None = None
             async with state.semaphore:
                 sent = time.perf_counter()
+                shard = state.pick()
                 try:
                     response = await asyncio.wait_for(
-                        state.http.post(url, json=body), timeout=self.timeout_s
+                        state.shards[shard].post(url, content=payload), timeout=self.timeout_s
                     )
                 except (asyncio.TimeoutError, httpx.TimeoutException):
                     error = LLMTimeout(f"no answer from {url} within {self.timeout_s:g} s")
                 except httpx.TransportError as exc:
                     error = LLMConnectionError(f"{url}: {type(exc).__name__}: {exc}")
+                finally:
+                    state.loads[shard] -= 1
                 latency = time.perf_counter() - sent
             if response is not None:
                 status = response.status_code

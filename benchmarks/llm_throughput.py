@@ -1,0 +1,122 @@
+"""LLM-bound campaign throughput against a loopback server with a fixed per-call latency.
+
+Starts the scripted OpenAI-compatible server (``ambitab_gym.llm.testing``) in its own process,
+every reply after ``--latency`` seconds, and runs an evaluation campaign (the evaluated-asker
+condition only) with an LLM asker, the LLM oracle and the LLM solver through
+``ambitab_gym.evaluation.run_campaign``. The asker asks ``--questions`` questions, then stops;
+the matcher routes every question to ``unlabeled(...)`` so the responder is called too.
+
+The ideal throughput with C episodes in flight is C / (calls per episode x L): every slot is
+always waiting on exactly one call. The ratio achieved / ideal measures what the client, the
+env, the verifier and the results store cost on top.
+
+    python benchmarks/llm_throughput.py [--concurrency 64] [--latency 0.2] [--seeds 12]
+
+Last line (JSON): concurrency, latency_s, episodes, calls, calls_per_episode, wall_s,
+episodes_per_s, ideal_episodes_per_s, ratio, target (0.8), max_in_flight, errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from ambitab_gym.evaluation import CampaignConfig, run_campaign
+from ambitab_gym.llm import LLMClient
+from ambitab_gym.llm.testing import ScriptedServer, role_rules
+
+
+def scripted_rules(questions: int):
+    return role_rules(
+        [f"Could you clarify point {i + 1}?" for i in range(questions)],
+        matcher=json.dumps({"reasoning": "scripted", "action": 'unlabeled("WHERE 1 = 1")'}),
+        responder=json.dumps({"answer": "The usual meaning."}),
+        solver=json.dumps({"reasoning": "scripted", "type": "final_sql", "output": "SELECT 1"}),
+    )
+
+
+def run(env_id: str, concurrency: int, latency: float, seeds: int, questions: int) -> dict:
+    rules = scripted_rules(questions)
+    with tempfile.TemporaryDirectory() as tmp:
+        # warm-up (databases built, imports done) against a zero-latency server
+        with (
+            ScriptedServer(rules, process=True, record_requests=False) as server,
+            LLMClient(server.url, "scripted", concurrency=concurrency) as client,
+        ):
+            warm = CampaignConfig(
+                env_id, asker="llm:checklist-ledger", solver="llm", oracle="llm",
+                conditions=("asker",), seeds=(10_000,), limit=4,
+            )  # fmt: skip
+            run_campaign(warm, Path(tmp) / "warm.duckdb", llm_client=client, progress=False)
+
+        config = CampaignConfig(
+            env_id,
+            asker="llm:checklist-ledger",
+            solver="llm",
+            oracle="llm",
+            conditions=("asker",),
+            seeds=tuple(range(seeds)),
+        )
+        with (
+            ScriptedServer(rules, latency_s=latency, process=True, record_requests=False) as server,
+            LLMClient(server.url, "scripted", concurrency=concurrency, timeout_s=60) as client,
+        ):
+            start = time.perf_counter()
+            summary = run_campaign(
+                config,
+                Path(tmp) / "bench.duckdb",
+                concurrency=concurrency,
+                llm_client=client,
+                progress=False,
+            )
+            wall = time.perf_counter() - start
+            stats = server.stats()
+    episodes = summary.episodes
+    calls = stats["requests"]
+    per_episode = calls / episodes
+    achieved = episodes / wall
+    ideal = concurrency / (per_episode * latency)
+    return {
+        "env": env_id,
+        "concurrency": concurrency,
+        "latency_s": latency,
+        "episodes": episodes,
+        "calls": calls,
+        "calls_per_episode": round(per_episode, 3),
+        "wall_s": round(wall, 3),
+        "episodes_per_s": round(achieved, 2),
+        "ideal_episodes_per_s": round(ideal, 2),
+        "ratio": round(achieved / ideal, 3),
+        "target": 0.8,
+        "max_in_flight": stats["max_in_flight"],
+        "errors": summary.errors,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="AmbiTab-Bird-v0")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[64])
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per call (L)")
+    parser.add_argument("--seeds", type=int, default=12, help="seeds x records = episodes")
+    parser.add_argument("--questions", type=int, default=2, help="questions per episode")
+    args = parser.parse_args()
+    results = []
+    for concurrency in args.concurrency:
+        result = run(args.env, concurrency, args.latency, args.seeds, args.questions)
+        results.append(result)
+        print(
+            f"C={concurrency:>3}  L={args.latency:g}s  {result['episodes']} episodes, "
+            f"{result['calls_per_episode']:.2f} calls/episode: {result['episodes_per_s']:.1f} "
+            f"episodes/s vs ideal {result['ideal_episodes_per_s']:.1f} "
+            f"(ratio {result['ratio']:.2f}, max in flight {result['max_in_flight']})"
+        )
+    final = results[-1] if len(results) == 1 else {**results[-1], "sweep": results}
+    print(json.dumps(final))
+
+
+if __name__ == "__main__":
+    main()
