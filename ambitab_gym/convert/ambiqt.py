@@ -26,6 +26,7 @@ import sqlite3
 from pathlib import Path
 
 from ambitab_gym.convert.common import (
+    MALFORMED,
     BuildError,
     BuildOptions,
     Conversion,
@@ -33,6 +34,7 @@ from ambitab_gym.convert.common import (
     Item,
     Workspace,
     compare_for,
+    malformed,
     progress,
     seeded_rng,
     sha256_file,
@@ -368,9 +370,12 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             list(enumerate(rows)), desc=f"ambiqt {path.stem}", enabled=options.show_progress
         ):
             key = f"{label}#{index}"
-            item = _convert_item(
-                row, key, split, index, label, options, workspace, db_root, spider, variants
-            )
+            try:
+                item = _convert_item(
+                    row, key, split, index, label, options, workspace, db_root, spider, variants
+                )
+            except MALFORMED as error:
+                item = malformed(key, error)
             if isinstance(item, Drop):
                 conversion.drops.append(item)
             else:

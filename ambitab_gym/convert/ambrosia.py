@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from ambitab_gym.convert.common import (
+    MALFORMED,
     BuildError,
     BuildOptions,
     Conversion,
@@ -37,6 +38,7 @@ from ambitab_gym.convert.common import (
     Item,
     Workspace,
     compare_for,
+    malformed,
     progress,
     seeded_rng,
     sha256_file,
@@ -353,7 +355,10 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     ambiguous = [r for r in rows if _truthy(r["is_ambiguous"])]
     for row in progress(ambiguous, desc="ambrosia", enabled=options.show_progress):
         key = f"{source.name}:row{row['_row']}"
-        item = _item(row, key, int(row["_row"]), names, readings)
+        try:
+            item = _item(row, key, int(row["_row"]), names, readings)
+        except MALFORMED as error:
+            item = malformed(key, error)
         if isinstance(item, Drop):
             conversion.drops.append(item)
             continue

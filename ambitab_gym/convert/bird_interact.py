@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from ambitab_gym.convert.common import (
+    MALFORMED,
     BuildError,
     BuildOptions,
     Conversion,
     Drop,
     Item,
     Workspace,
+    malformed,
     progress,
     read_json_or_jsonl,
     sha256_file,
@@ -322,7 +324,10 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
                 Drop(key, "multi_statement_solution", f"{len(sols)} statements")
             )
             continue
-        database = str(task["selected_database"])
+        database = str(task.get("selected_database") or "")
+        if not database:
+            conversion.drops.append(malformed(key, KeyError("selected_database")))
+            continue
         if database not in contexts:
             folders = _db_folders(task_file, options, database)
             engine = _register_database(database, folders, dialect, workspace)
@@ -337,9 +342,12 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
                 Drop(key, "database_missing", f"no database {database!r} was given")
             )
             continue
-        conversion.items.append(
-            Item(key, [_record(task, sols, database, engine, kb, meanings, catalog, notes)])
-        )
+        try:
+            record = _record(task, sols, database, engine, kb, meanings, catalog, notes)
+        except MALFORMED as error:
+            conversion.drops.append(malformed(key, error))
+            continue
+        conversion.items.append(Item(key, [record]))
     conversion.notes.update(notes)
     conversion.notes["dialect"] = dialect
     return conversion

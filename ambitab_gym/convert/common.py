@@ -38,8 +38,10 @@ __all__ = [
     "Conversion",
     "Drop",
     "Item",
+    "MALFORMED",
     "Workspace",
     "compare_for",
+    "malformed",
     "progress",
     "read_json_or_jsonl",
     "seeded_rng",
@@ -48,6 +50,25 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+#: Errors that a malformed upstream item raises while it is converted (it becomes a drop).
+MALFORMED: tuple[type[Exception], ...] = (
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+)
+
+
+def malformed(key: str, error: Exception) -> Drop:
+    """The drop for an upstream item the converter could not read.
+
+    >>> malformed("dev.json#3", KeyError("SQL")).as_dict()
+    {'item': 'dev.json#3', 'reason': 'malformed_item', 'detail': "KeyError: 'SQL'"}
+    """
+    return Drop(key, "malformed_item", f"{type(error).__name__}: {error}"[:300])
 
 
 class BuildError(RuntimeError):

@@ -23,12 +23,14 @@ import re
 from pathlib import Path
 
 from ambitab_gym.convert.common import (
+    MALFORMED,
     BuildError,
     BuildOptions,
     Conversion,
     Drop,
     Item,
     Workspace,
+    malformed,
     progress,
     read_json_or_jsonl,
     sha256_file,
@@ -238,7 +240,11 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             if not hints:
                 conversion.drops.append(Drop(key, "no_evidence", "the row has no evidence hint"))
                 continue
-            record = _record(row, split, label, hints)
+            try:
+                record = _record(row, split, label, hints)
+            except MALFORMED as error:
+                conversion.drops.append(malformed(key, error))
+                continue
             if record.id in seen:
                 conversion.drops.append(Drop(key, "duplicate_row", f"{record.id} appears twice"))
                 continue

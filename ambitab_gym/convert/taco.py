@@ -35,6 +35,7 @@ import sqlglot
 from sqlglot import exp
 
 from ambitab_gym.convert.common import (
+    MALFORMED,
     BuildError,
     BuildOptions,
     Conversion,
@@ -42,6 +43,7 @@ from ambitab_gym.convert.common import (
     Item,
     Workspace,
     compare_for,
+    malformed,
     progress,
     sha256_file,
     slug,
@@ -394,7 +396,10 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
         if not registered[database]:
             conversion.drops.append(Drop(key, "database_missing", f"no database {database!r}"))
             continue
-        result = _item(key, data, database, workspace, columns_of)
+        try:
+            result = _item(key, data, database, workspace, columns_of)
+        except MALFORMED as error:
+            result = malformed(key, error)
         (conversion.drops if isinstance(result, Drop) else conversion.items).append(result)
     return conversion
 

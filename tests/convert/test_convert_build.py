@@ -122,3 +122,15 @@ def test_workspace_builds_lazily_and_keeps_only_used_databases(tmp_path):
     files = workspace.finalize({"used"})
     assert files == {"used": "databases/used.sqlite"}
     assert sorted(p.name for p in (tmp_path / "databases").iterdir()) == ["used.sqlite"]
+
+
+def test_a_malformed_upstream_item_is_dropped_not_fatal(tmp_path):
+    dev = tiny_bird(tmp_path)
+    rows = json.loads((dev / "dev.json").read_text())
+    rows.append({"question_id": 3, "db_id": "shop", "question": "Anything?", "evidence": "x = 1"})
+    (dev / "dev.json").write_text(json.dumps(rows))  # the third row has no SQL
+    status, report = run_build("ew-bird", "--source", str(dev), "--out", str(tmp_path / "c"))
+    assert status == 0 and report["records"] == 2
+    assert report["dropped"] == {"malformed_item": 1}
+    (drop,) = read_jsonl(tmp_path / "c" / "dropped.jsonl")
+    assert drop == {"item": "dev.json#3", "reason": "malformed_item", "detail": "KeyError: 'SQL'"}
