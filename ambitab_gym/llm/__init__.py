@@ -9,6 +9,8 @@
   policy (``scoped``/``unfiltered``) and the "responder reads the reference SQL" switch.
 * :func:`add_llm_arguments` and :func:`client_from_args` - the command-line options
   (``--llm-url``, ``--model``, ...) and the client they describe.
+* :func:`add_oracle_arguments` and :func:`oracle_options_from_args` - the LLM oracle's access
+  options (``--oracle-policy``, ``--responder-reads-sql``, ``--matcher-reads-dialogue``).
 * :func:`parse_llm_spec` - ``llm:checklist-ledger`` -> ``checklist-ledger``.
 
 Prompts live in :mod:`ambitab_gym.llm.prompts`, output parsing in :mod:`ambitab_gym.llm.parsing`
@@ -53,10 +55,12 @@ __all__ = [
     "LLMTimeout",
     "UsageSummary",
     "add_llm_arguments",
+    "add_oracle_arguments",
     "client_from_args",
     "make_llm_asker",
     "make_llm_oracle",
     "make_llm_solver",
+    "oracle_options_from_args",
     "parse_llm_spec",
 ]
 
@@ -115,7 +119,7 @@ def make_llm_oracle(
     Args:
         corpus: the corpus (or its name), or None.
         client: the LLM client.
-        policy: ``scoped`` or ``unfiltered``.
+        policy: ``scoped``, ``unfiltered`` or ``auto`` (by the corpus's oracle kind).
         responder_reads_sql: the responder reads the reference SQL (default: the policy's).
 
     Returns:
@@ -257,3 +261,53 @@ def client_from_args(args: argparse.Namespace, *, prefix: str = "", seed: int | 
         disable_thinking=bool(get("no_thinking")),
         structured_output=bool(get("structured_output")),
     )
+
+
+def add_oracle_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the LLM oracle's access options to a command-line parser.
+
+    ``--oracle-policy auto|scoped|unfiltered`` (auto: scoped on intent corpora, unfiltered on
+    knowledge corpora, as paper Table 6 pairs them), ``--responder-reads-sql`` /
+    ``--no-responder-reads-sql`` (default: the policy's), ``--matcher-reads-dialogue``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_oracle_arguments(parser)
+        >>> oracle_options_from_args(parser.parse_args(["--oracle-policy", "unfiltered",
+        ...                                             "--no-responder-reads-sql"]))
+        {'policy': 'unfiltered', 'responder_reads_sql': False}
+    """
+    group = parser.add_argument_group("LLM oracle")
+    group.add_argument(
+        "--oracle-policy",
+        choices=("auto", "scoped", "unfiltered"),
+        default="auto",
+        help="what the LLM oracle may read (default auto: scoped on intent corpora, "
+        "unfiltered on knowledge corpora)",
+    )
+    group.add_argument(
+        "--responder-reads-sql",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the LLM responder reads the reference SQL (default: off scoped, on unfiltered)",
+    )
+    group.add_argument(
+        "--matcher-reads-dialogue",
+        action="store_true",
+        help="the LLM matcher reads the earlier dialogue, not only the current question",
+    )
+
+
+def oracle_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`make_llm_oracle` options of :func:`add_oracle_arguments` (unset ones left out).
+
+    Returns:
+        Keyword options for the oracle factory (``policy``, ``responder_reads_sql``,
+        ``matcher_reads_dialogue``).
+    """
+    options: dict[str, Any] = {"policy": getattr(args, "oracle_policy", None) or "auto"}
+    if getattr(args, "responder_reads_sql", None) is not None:
+        options["responder_reads_sql"] = args.responder_reads_sql
+    if getattr(args, "matcher_reads_dialogue", False):
+        options["matcher_reads_dialogue"] = True
+    return options

@@ -334,7 +334,8 @@ def make_llm_oracle(
         corpus: a :class:`Corpus`, a corpus name or env id, or None (the records' own specs and
             engines are used).
         client: the client both stages call.
-        policy: ``scoped``, ``unfiltered`` or an :class:`AccessPolicy`.
+        policy: ``scoped``, ``unfiltered``, ``auto`` (scoped on intent corpora, unfiltered on
+            knowledge corpora, as paper Table 6 pairs them) or an :class:`AccessPolicy`.
         responder_reads_sql: the responder reads the reference SQL (default: off for scoped, on
             for unfiltered); ignored when ``policy`` is an :class:`AccessPolicy`.
         matcher_reads_sql: the matcher reads SQL segments (default: follows the policy).
@@ -354,6 +355,9 @@ def make_llm_oracle(
         from ambitab_gym.corpora import load_corpus
 
         corpus = load_corpus(corpus)
+    if policy == "auto":
+        kind = corpus.manifest.oracle if corpus is not None else "intent"
+        policy = "unfiltered" if kind == "knowledge" else "scoped"
     if isinstance(policy, str):
         policy = AccessPolicy.named(
             policy,

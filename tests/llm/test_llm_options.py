@@ -12,10 +12,12 @@ from ambitab_gym.cli import main as cli_main
 from ambitab_gym.llm import (
     DEFAULT_CONCURRENCY,
     add_llm_arguments,
+    add_oracle_arguments,
     client_from_args,
     make_llm_asker,
     make_llm_oracle,
     make_llm_solver,
+    oracle_options_from_args,
     parse_llm_spec,
 )
 from ambitab_gym.llm.prompts import ROLE_MARKERS
@@ -128,3 +130,47 @@ def test_evaluate_command_with_llm_parts(serve, tmp_path, capsys):
     assert all(b["chat_template_kwargs"] == {"enable_thinking": False} for b in bodies)
     asked = [b for b in bodies if ROLE_MARKERS["asker"] in b["messages"][0]["content"]]
     assert asked  # the evaluated asker went through the server
+
+
+def test_leakage_command_with_an_llm_oracle(serve, tmp_path, capsys):
+    rules = role_rules(
+        ["What do you mean by top customers?"],
+        matcher=json.dumps({"action": 'labeled("top customers")'}),
+        solver=json.dumps({"type": "final_sql", "output": "SELECT 1"}),
+    )
+    server = serve(rules)
+    code = cli_main(
+        ["leakage", "AmbiTab-Bird-v0", "--oracle", "llm", "--asker", "llm:direct"]
+        + ["--limit", "3", "--json", "--no-progress", "--resamples", "20"]
+        + ["--results", str(tmp_path / "r.duckdb"), "--llm-url", server.url, "--model", "m"]
+    )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(report) == {"d_j_resp", "d_rec_spec", "d_j_full", "d_rec_none"}
+    roles = {
+        role
+        for request in server.requests()
+        for role, marker in ROLE_MARKERS.items()
+        if marker in contents(request)
+    }
+    assert roles == {"asker", "matcher", "responder"}  # the hybrid runs reuse the LLM matcher
+
+
+@pytest.mark.parametrize(
+    "corpus, expected", [("AmbiTab-Bird-v0", "unfiltered"), ("AmbiTab-AmbiQT-v0", "scoped")]
+)
+def test_auto_policy_follows_the_corpus_oracle(serve, make_client, corpus, expected):
+    oracle = make_llm_oracle(corpus, make_client(serve().url), policy="auto")
+    assert oracle.policy.name == expected
+
+
+def test_oracle_arguments():
+    parser = argparse.ArgumentParser()
+    add_oracle_arguments(parser)
+    assert oracle_options_from_args(parser.parse_args([])) == {"policy": "auto"}
+    args = parser.parse_args(["--responder-reads-sql", "--matcher-reads-dialogue"])
+    assert oracle_options_from_args(args) == {
+        "policy": "auto",
+        "responder_reads_sql": True,
+        "matcher_reads_dialogue": True,
+    }
