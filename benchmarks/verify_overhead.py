@@ -120,7 +120,10 @@ def _postgres(n: int, repeats: int) -> dict | None:
         def bare(record, sql):
             db = database_name(corpus.name, record.verification.database)
             if db not in connections:
-                connections[db] = psycopg.connect(f"{reader} dbname={db}", autocommit=True)
+                # No server-side prepared plans: a submission is new SQL, run once.
+                connections[db] = psycopg.connect(
+                    f"{reader} dbname={db}", autocommit=True, prepare_threshold=None
+                )
             return connections[db].execute(sql).fetchall()
 
         verifier = Verifier(pg_corpus.open_engine)
