@@ -255,7 +255,9 @@ def test_check_env_passes():
     check_env(QuestionMenu(gym.make("AmbiTab-Bird-v0").unwrapped))
 
 
-def test_wrapper_needs_an_ambitab_env():
+def test_wrapper_needs_an_ambitab_env_that_does_not_wait_for_sql():
     with pytest.raises(TypeError, match="AmbiTab env"):
         QuestionMenu(gym.make("CartPole-v1"))
+    with pytest.raises(ValueError, match="mode='solver'"):
+        QuestionMenu(AmbiTabEnv("bird", mode="agent"))
     assert ambitab_gym.wrappers.QuestionMenu is QuestionMenu

@@ -494,6 +494,11 @@ class QuestionMenu(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         if not hasattr(type(env.unwrapped), "public_view"):
             raise TypeError("QuestionMenu wraps an AmbiTab env (one with a public_view)")
+        if getattr(env.unwrapped, "mode", None) == "agent":
+            raise ValueError(
+                "QuestionMenu only asks: its actions cannot write SQL. Use mode='ask_only' "
+                "(question-F1) or mode='solver' (the env's solver writes the SQL)"
+            )
         self.n_slots = int(n_slots)
         self.max_phrase_words = int(max_phrase_words)
         self.max_schema = int(max_schema)
