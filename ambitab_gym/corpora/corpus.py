@@ -291,18 +291,18 @@ class Corpus:
 
 
 def _schema_of(engine: Engine, kind: str) -> str:
+    if kind == "postgres":
+        return engine.schema_text()  # type: ignore[attr-defined]
     if kind == "sqlite":
         query = (
             "SELECT sql FROM sqlite_master WHERE type IN ('table', 'view') "
             "AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
         )
-    else:
+    else:  # duckdb: creation order (object ids grow with creation)
         query = (
-            "SELECT sql FROM duckdb_tables() WHERE NOT internal "
-            "UNION ALL SELECT sql FROM duckdb_views() WHERE NOT internal"
+            "SELECT sql FROM (SELECT table_oid AS oid, sql FROM duckdb_tables() WHERE NOT internal "
+            "UNION ALL SELECT view_oid, sql FROM duckdb_views() WHERE NOT internal) ORDER BY oid"
         )
-    if kind == "postgres":
-        return engine.schema_text()  # type: ignore[attr-defined]
     rows = engine.execute(query, limits=Limits(timeout_s=30.0)).rows
     return ";\n".join(row[0].strip().rstrip(";") for row in rows) + ";"
 

@@ -167,7 +167,7 @@ def _classify(error: sqlite3.Error, timed_out: bool, limits: Limits) -> QueryErr
     lowered = message.lower()
     if timed_out or "interrupted" in lowered:
         return QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
-    if "not authorized" in lowered or "prohibited" in lowered or "readonly" in lowered:
+    if any(w in lowered for w in ("not authorized", "authorization denied", "prohibited", "readonly")):
         return QueryError(
             "rejected", f"only read-only single SELECT statements are allowed ({message})"
         )
