@@ -6,10 +6,16 @@ from earlier runs or from the user's machine never leak into a test.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 
 import pytest
+
+# Doctests of optional integrations run only where their packages are installed.
+collect_ignore = []
+if importlib.util.find_spec("stable_baselines3") is None or importlib.util.find_spec("torch") is None:
+    collect_ignore.append("ambitab_gym/integrations/sb3.py")
 
 _SESSION_HOME = tempfile.mkdtemp(prefix="ambitab-test-home-")
 os.environ["AMBITAB_HOME"] = _SESSION_HOME
