@@ -60,16 +60,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="print one JSON object as the last line"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    _add_llm_arguments(parser)
+    add_llm_options(parser)
     parser.set_defaults(func=run)
 
 
-def _add_llm_arguments(parser: argparse.ArgumentParser) -> None:
-    try:
-        from ambitab_gym.llm import add_llm_arguments
-    except ImportError:  # the LLM layer is optional at import time
-        return
+def add_llm_options(parser: argparse.ArgumentParser) -> None:
+    """The LLM server options and the LLM oracle's access options (shared with ``leakage``)."""
+    from ambitab_gym.llm import add_llm_arguments, add_oracle_arguments
+
     add_llm_arguments(parser)
+    add_oracle_arguments(parser)
+
+
+def oracle_options(args: argparse.Namespace) -> dict:
+    """The LLM oracle's access options given on the command line."""
+    if getattr(args, "oracle", None) != "llm":
+        return {}
+    from ambitab_gym.llm import oracle_options_from_args
+
+    return oracle_options_from_args(args)
 
 
 def llm_client_from(args: argparse.Namespace):
@@ -82,10 +91,11 @@ def llm_client_from(args: argparse.Namespace):
 
 
 def llm_identity(args: argparse.Namespace) -> dict:
+    """What identifies the LLM setup of a campaign (part of its id, so changes start afresh)."""
     if not getattr(args, "llm_url", None):
         return {}
     keys = ("llm_url", "model", "temperature", "top_p", "no_thinking")
-    return {k: getattr(args, k, None) for k in keys}
+    return {**{k: getattr(args, k, None) for k in keys}, "oracle_options": oracle_options(args)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
                 concurrency=concurrency,
                 llm_client=client,
                 progress=not args.no_progress and sys.stderr.isatty(),
+                oracle_options=oracle_options(args),
             )
             if args.csv:
                 count = store.export_csv(args.csv, config.campaign_id)

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ambitab_gym.commands.evaluate import add_llm_options
+
 __all__ = ["register"]
 
 
@@ -72,12 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="print one JSON object as the last line"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    try:
-        from ambitab_gym.llm import add_llm_arguments
-    except ImportError:  # the LLM layer is optional at import time
-        pass
-    else:
-        add_llm_arguments(parser)
+    add_llm_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -86,7 +83,7 @@ def _points(value: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ambitab_gym.commands.evaluate import llm_client_from, llm_identity
+    from ambitab_gym.commands.evaluate import llm_client_from, llm_identity, oracle_options
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
     from ambitab_gym.diagnostics import LeakageConfig, format_leakage_table, run_leakage
     from ambitab_gym.evaluation import ResultsStore
@@ -122,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress and sys.stderr.isatty(),
                 resamples=args.resamples,
                 bootstrap_seed=args.bootstrap_seed,
+                oracle_options=oracle_options(args),
             )
     except (CorpusNotFound, ValueError, RuntimeError) as error:
         print(f"ambitab-gym leakage: {error}", file=sys.stderr)

@@ -7,7 +7,8 @@ import argparse
 import secrets
 import sys
 
-from ambitab_gym.commands.evaluate import _add_llm_arguments, llm_client_from
+from ambitab_gym.commands.evaluate import llm_client_from
+from ambitab_gym.llm import add_llm_arguments
 
 __all__ = ["register", "run"]
 
@@ -34,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--record", default=None, metavar="ID", help="play this record")
     parser.add_argument("--split", default=None, help="draw tasks from this split only")
-    _add_llm_arguments(parser)
+    add_llm_arguments(parser)
     parser.set_defaults(func=run)
 
 

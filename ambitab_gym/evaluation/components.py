@@ -92,7 +92,7 @@ def make_solver(name: str, corpus: Corpus, *, llm_client: Any = None) -> Any:
 
         if llm_client is None:
             raise ValueError("solver 'llm' needs an LLM server: pass --llm-url and --model")
-        return make_llm_solver(llm_client)
+        return make_llm_solver(llm_client, corpus=corpus)
     return load_object(name, corpus=corpus)
 
 
