@@ -293,14 +293,7 @@ def run_leakage(
             corpus=corpus.name,
             env_id=corpus.env_id or "",
         )
-        done = store.done_keys(campaign_id)
-        todo = [
-            (condition, seed, record)
-            for seed in config.seeds
-            for condition in config.conditions
-            for record in records
-            if (condition, seed, record.id) not in done
-        ]
+        todo = store.pending(campaign_id, config.seeds, config.conditions, records)
         if todo:
             asyncio.run(
                 _run(

@@ -252,14 +252,7 @@ def run_campaign(
             corpus=corpus.name,
             env_id=corpus.env_id or "",
         )
-        done = store.done_keys(campaign_id)
-        todo = [
-            (condition, seed, record)
-            for seed in config.seeds
-            for condition in config.conditions
-            for record in records
-            if (condition, seed, record.id) not in done
-        ]
+        todo = store.pending(campaign_id, config.seeds, config.conditions, records)
         if todo:
             solver = make_solver(config.solver, corpus, llm_client=llm_client)
             oracle = make_oracle(

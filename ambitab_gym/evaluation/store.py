@@ -166,6 +166,25 @@ class ResultsStore:
         ).fetchall()
         return {(c, s, r) for c, s, r in rows}
 
+    def pending(
+        self,
+        campaign_id: str,
+        seeds: Iterable[int],
+        conditions: Iterable[str],
+        records: Iterable[Any],
+    ) -> list[tuple[str, int, Any]]:
+        """``(condition, seed, record)`` of every episode of a campaign not stored yet, in run
+        order (seed, then condition, then record)."""
+        done = self.done_keys(campaign_id)
+        records, conditions = list(records), list(conditions)
+        return [
+            (condition, seed, record)
+            for seed in seeds
+            for condition in conditions
+            for record in records
+            if (condition, seed, record.id) not in done
+        ]
+
     def add_episode(self, row: Mapping[str, Any]) -> None:
         """Buffer one episode; flushed in batches."""
         values = []
