@@ -11,6 +11,7 @@ for SQL as the next action (``agent``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -369,8 +370,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         return self._finish(sql=None)
 
     def _solver_view(self) -> PublicView:
-        assert self.record is not None
-        return PublicView(self.corpus.public_spec(self.record), tuple(self._dialogue), 0, "sql")
+        return dataclasses.replace(self.public_view, phase="sql")
 
     def _solve_sync(self) -> str | None:
         assert self.solver is not None and self.trajectory is not None

@@ -269,7 +269,7 @@ def test_async_steps_go_through_every_wrapper():
     base.oracle = make_leaky_oracle("leaky-sql-responder", base.corpus)
     env = AdversarialProbe(HybridOracle(SpecificationRandomization(base, seed=0)))
     record = next(r for r in base.records if r.m > 0)
-    row, _ = asyncio.run(play_episode(env, FullAsker(), record, seed=0))
+    row = asyncio.run(play_episode(env, FullAsker(), record, seed=0))
     assert row["dialogue"] and all(
         t["question"].endswith(ADVERSARIAL_SUFFIX) and "SELECT" not in t["answer"]
         for t in row["dialogue"]

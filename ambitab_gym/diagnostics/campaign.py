@@ -220,7 +220,7 @@ async def _run(
                     env = parts.env(condition)
                     built[condition] = (env, parts.asker(condition, env))
                 env, asker = built[condition]
-                row, _ = await play_episode(env, asker, record, seed=seed)
+                row = await play_episode(env, asker, record, seed=seed)
                 row.update(campaign_id=campaign_id, condition=condition, seed=seed)
                 if condition in RECALL_ONLY:
                     row["success"] = None  # asked only: no SQL was written or verified

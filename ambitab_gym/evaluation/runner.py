@@ -103,8 +103,8 @@ async def _call(method: Callable, *args: Any) -> Any:
 
 async def play_episode(
     env: AmbiTabEnv, asker: Any, record: TaskRecord, *, seed: int
-) -> tuple[dict, float]:
-    """Run one episode; returns ``(episode row without campaign fields, elapsed seconds)``.
+) -> dict:
+    """Run one episode; returns its row (without the campaign fields).
 
     A failure of the asker or the oracle (an LLM server fault, say) ends the episode as a
     failure with the exception's ``category`` recorded; it never stops the campaign.
@@ -152,7 +152,7 @@ async def play_episode(
         "timings": {**trajectory.timings, "episode_s": elapsed},
         "elapsed_s": elapsed,
     }
-    return row, elapsed
+    return row
 
 
 def _asker_for(condition: str, config: CampaignConfig, corpus: Corpus, llm_client: Any) -> Any:
@@ -193,7 +193,7 @@ async def _run(
                 asker = askers.get(condition)
                 if asker is None:
                     asker = askers[condition] = _asker_for(condition, config, corpus, llm_client)
-                row, _ = await play_episode(env, asker, record, seed=seed)
+                row = await play_episode(env, asker, record, seed=seed)
                 row.update(campaign_id=campaign_id, condition=condition, seed=seed)
                 store.add_episode(row)
                 bar.update(1)

@@ -270,10 +270,3 @@ class ResultsStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def rows_for(store: ResultsStore, campaign_ids: Iterable[str]) -> list[dict]:
-    """Episodes of several campaigns."""
-    out: list[dict] = []
-    for campaign_id in campaign_ids:
-        out.extend(store.episodes(campaign_id))
-    return out

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ambitab_gym.records import TaskRecord
-from ambitab_gym.verify.base import Engine, Limits, QueryError
+from ambitab_gym.verify.base import Engine, Limits, QueryError, QueryResult
 from ambitab_gym.verify.compare import normalize_rows, results_match
 
 __all__ = ["EngineOpener", "Verdict", "Verifier"]
@@ -119,7 +119,7 @@ class Verifier:
             self._references[record.id] = cached
         return cached
 
-    def execute(self, record: TaskRecord, sql: str):
+    def execute(self, record: TaskRecord, sql: str) -> QueryResult:
         """Run a submission on the record's database (sandboxed). Raises QueryError."""
         spec = record.verification
         return self.engine(spec.engine, spec.database).execute(sql, limits=self.limits)
