@@ -4,6 +4,7 @@
 * :class:`QueryError` - a query that was refused or failed, with a category the verdict reports.
 * :class:`Engine` - the protocol: ``execute(sql, timeout_s=..., max_rows=...)`` and ``close()``.
 * :class:`Limits` - time, size and memory limits applied to every submitted query.
+* :func:`bounded_text` - cut an engine's message to a bounded size before it goes anywhere.
 
 Engines run *hostile* SQL: every engine is read-only, runs one statement, enforces a wall-clock
 timeout and a bounded result, and leaves the database files byte-identical.
@@ -14,7 +15,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Engine", "Limits", "QueryError", "QueryResult"]
+__all__ = ["MAX_MESSAGE_CHARS", "Engine", "Limits", "QueryError", "QueryResult", "bounded_text"]
+
+#: Longest engine or verdict message kept anywhere (verdict, log, results store).
+MAX_MESSAGE_CHARS = 1_000
+
+
+def bounded_text(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``str(text)`` cut to at most ``limit`` characters, marking the cut.
+
+    Engines echo agent SQL in their error messages, so a hostile submission can make them
+    arbitrarily large; every message is bounded before it reaches a verdict, a log or a store.
+
+    >>> bounded_text("x" * 5, limit=10)
+    'xxxxx'
+    >>> len(bounded_text("x" * 10_000, limit=100))
+    100
+    >>> bounded_text("y" * 10_000, limit=40)
+    'yyyyyyyy... [9,992 more characters cut]'
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    marker_template = "... [{:,} more characters cut]"
+    keep = max(0, limit - len(marker_template.format(len(text))))
+    return text[:keep] + marker_template.format(len(text) - keep)
 
 
 @dataclass(frozen=True)
@@ -25,6 +50,8 @@ class Limits:
         timeout_s: wall-clock limit for executing and fetching one query.
         max_rows: a result with more rows fails (``too_many_rows``).
         max_sql_length: longer SQL text is refused before it reaches the database.
+        max_result_bytes: a result whose values take more bytes fails (``too_large``); enforced
+            while fetching, so the process never holds much more than this.
         memory_limit_mb: engine memory cap where the engine supports one (DuckDB).
         threads: engine worker threads where the engine supports them (DuckDB).
 
@@ -35,6 +62,7 @@ class Limits:
     timeout_s: float = 5.0
     max_rows: int = 100_000
     max_sql_length: int = 100_000
+    max_result_bytes: int = 64 * 1024 * 1024
     memory_limit_mb: int = 512
     threads: int = 1
 
@@ -57,7 +85,8 @@ class QueryError(Exception):
     Attributes:
         category: one of ``timeout``, ``rejected`` (not a read-only single statement),
             ``syntax``, ``runtime``, ``too_many_rows``, ``too_large``, ``engine``.
-        message: a human-readable explanation about the submitted SQL.
+        message: a human-readable explanation about the submitted SQL, cut to
+            :data:`MAX_MESSAGE_CHARS` characters.
 
     >>> error = QueryError("timeout", "query ran longer than 5 s")
     >>> error.category, str(error)
@@ -65,6 +94,7 @@ class QueryError(Exception):
     """
 
     def __init__(self, category: str, message: str) -> None:
+        message = bounded_text(message)
         super().__init__(f"{category}: {message}")
         self.category = category
         self.message = message
