@@ -194,6 +194,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self.record: TaskRecord | None = None
         self.trajectory: Trajectory | None = None
         self._context: OracleContext | None = None
+        self._episode_oracle: Oracle = self.oracle
         self._phase = "done"
         self._questions_left = 0
         self._dialogue: list[DialogueTurn] = []
@@ -208,6 +209,12 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if record.m > 0:
             return record.m + self.budget_slack - 1
         return 0 if self.zero_ambiguity == "skip" else 1
+
+    @property
+    def episode_oracle(self) -> Oracle:
+        """The oracle answering the current episode: ``options["oracle"]`` of the last
+        :meth:`reset`, else :attr:`oracle` (privileged: for analysis only)."""
+        return self._episode_oracle
 
     # -- views -----------------------------------------------------------------------------------
 
@@ -279,9 +286,22 @@ class AmbiTabEnv(gym.Env[dict, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start an episode on ``options["record_id"]``, or on a record drawn with the env's RNG."""
+        """Start an episode on ``options["record_id"]``, or on a record drawn with the env's RNG.
+
+        ``options["oracle"]`` (an :class:`Oracle`) answers this episode instead of
+        :attr:`oracle`, which stays as configured: wrappers compose an oracle per episode this
+        way (:class:`~ambitab_gym.wrappers.HybridOracle`) instead of mutating the env.
+        """
         super().reset(seed=seed)
         options = options or {}
+        episode_oracle = options.get("oracle")
+        if episode_oracle is None:
+            episode_oracle = self.oracle
+        elif not callable(getattr(episode_oracle, "answer", None)):
+            raise TypeError(
+                f"options['oracle'] must be an Oracle (with answer/aanswer), "
+                f"not {type(episode_oracle).__name__}"
+            )
         record_id = options.get("record_id")
         if record_id is not None:
             if record_id not in self._index:
@@ -290,6 +310,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         else:
             record = self.records[int(self.np_random.integers(len(self.records)))]
         self.record = record
+        self._episode_oracle = episode_oracle
         self.trajectory = Trajectory(record.id, record.avt_id, seed=seed)
         self._context = OracleContext(record)
         self._dialogue = []
@@ -304,7 +325,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if isinstance(outcome, str):
             assert self._context is not None
             start = time.perf_counter()
-            credits, answer = self.oracle.answer(outcome, self._context)
+            credits, answer = self._episode_oracle.answer(outcome, self._context)
             elapsed = time.perf_counter() - start
             outcome = self._record_turn(action, outcome, credits, answer, elapsed)
         if outcome is _NEEDS_SOLVER:
@@ -317,7 +338,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if isinstance(outcome, str):
             assert self._context is not None
             start = time.perf_counter()
-            credits, answer = await self.oracle.aanswer(outcome, self._context)
+            credits, answer = await self._episode_oracle.aanswer(outcome, self._context)
             elapsed = time.perf_counter() - start
             outcome = self._record_turn(action, outcome, credits, answer, elapsed)
         if outcome is _NEEDS_SOLVER:
