@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         corpus = load_corpus(args.env_id)
+        print(f"corpus {corpus.name!r}: {corpus.origin}, {corpus.path}", file=sys.stderr)
         config = CampaignConfig(
             corpus=args.env_id,
             asker=args.asker,

@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         corpus = load_corpus(args.env_id)
+        print(f"corpus {corpus.name!r}: {corpus.origin}, {corpus.path}", file=sys.stderr)
         config = LeakageConfig(
             corpus=args.env_id,
             asker=args.asker,

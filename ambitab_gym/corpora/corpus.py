@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -33,11 +34,13 @@ __all__ = [
     "Manifest",
     "available_corpora",
     "corpus_name",
+    "is_path_reference",
     "load_corpus",
     "register_engine",
+    "resolve_corpus",
 ]
 
-logger = logging.getLogger("ambitab_gym")
+logger = logging.getLogger("ambitab_gym.corpora")
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 
@@ -322,7 +325,10 @@ def corpus_name(reference: str) -> str:
 
 
 def available_corpora() -> dict[str, Path]:
-    """Every corpus available by name: bundled samples, overridden by built corpora."""
+    """Every corpus available by name: bundled samples, overridden by built corpora.
+
+    The working directory is never searched: a folder there is used only when passed as a path.
+    """
     found: dict[str, Path] = {}
     for folder in sorted(BUNDLED_DIR.iterdir()):
         if (folder / "manifest.json").is_file():
@@ -335,18 +341,82 @@ def available_corpora() -> dict[str, Path]:
     return found
 
 
+def is_path_reference(reference: str | os.PathLike) -> bool:
+    """Whether a reference is explicitly a folder path rather than an env id or corpus name.
+
+    A :class:`~pathlib.Path` (any ``os.PathLike``) is a path; so is a string that is absolute,
+    starts with ``.`` or ``~``, or contains a path separator. A bare word (``ambiqt``,
+    ``AmbiTab-AmbiQT-v0``) is always a name, even when a folder of that name exists in the
+    working directory.
+
+    >>> is_path_reference("ambiqt"), is_path_reference("ambitab_gym:AmbiTab-AmbiQT-v0")
+    (False, False)
+    >>> is_path_reference("./ambiqt"), is_path_reference("corpora/ambiqt"), is_path_reference(Path("ambiqt"))
+    (True, True, True)
+    """
+    if isinstance(reference, os.PathLike):
+        return True
+    text = str(reference)
+    separators = [s for s in (os.sep, os.altsep, "/") if s]
+    return os.path.isabs(text) or text.startswith((".", "~")) or any(s in text for s in separators)
+
+
+def resolve_corpus(reference: str | os.PathLike) -> tuple[Path, str]:
+    """The folder and origin (``path``, ``built`` or ``bundled``) a reference names.
+
+    The one resolver behind :func:`load_corpus`, ``gym.make``, ``ambitab-gym validate`` and every
+    other command:
+
+    * a path (see :func:`is_path_reference`) -> that folder (origin ``path``);
+    * an env id or corpus name -> ``<data home>/corpora/<name>`` when a corpus was built there
+      (origin ``built``), else the bundled sample (origin ``bundled``). The working directory
+      is never consulted.
+
+    Args:
+        reference: an env id (``AmbiTab-Bird-v0``, ``ambitab_gym:AmbiTab-Bird-v0``), a corpus
+            name (``bird``) or a corpus folder given as a path.
+
+    Raises:
+        CorpusNotFound: the path is not a corpus folder, or nothing answers to the name (the
+            message lists what is available).
+
+    >>> folder, origin = resolve_corpus("AmbiTab-Bird-v0")
+    >>> folder.name, origin in ("built", "bundled")
+    ('bird', True)
+    """
+    if is_path_reference(reference):
+        path = Path(reference).expanduser()
+        if not (path / "manifest.json").is_file():
+            raise CorpusNotFound(f"{path} is not a corpus folder: manifest.json is missing")
+        return path.resolve(), "path"
+    name = corpus_name(str(reference))
+    for folder, origin in ((built_corpora_dir() / name, "built"), (BUNDLED_DIR / name, "bundled")):
+        if (folder / "manifest.json").is_file():
+            return folder.resolve(), origin
+    known = ", ".join(sorted(set(available_corpora()) | set(ENV_IDS)))
+    hint = ""
+    if Path(str(reference)).is_dir():
+        hint = f"; to use the folder {str(reference)!r} here, pass it as a path ('./{reference}')"
+    raise CorpusNotFound(
+        f"no corpus {str(reference)!r}: give an env id, a corpus name or a corpus folder path "
+        f"(available: {known}; `ambitab-gym list` shows them with their sizes){hint}"
+    )
+
+
 def load_corpus(
-    reference: str | Path | Corpus,
+    reference: str | os.PathLike | Corpus,
     *,
     limits: Limits | None = None,
     engine_override: str | None = None,
     options: dict | None = None,
 ) -> Corpus:
-    """Find and load a corpus.
+    """Find (with :func:`resolve_corpus`) and load a corpus; logs which one at INFO.
 
     Args:
-        reference: an env id (``AmbiTab-Bird-v0``), a corpus name (``bird``) or a corpus folder.
-            A corpus of that name built into the data home wins over the bundled sample.
+        reference: an env id (``AmbiTab-Bird-v0``), a corpus name (``bird``) or a corpus folder
+            given as a path (``Path("x")``, ``"./x"``, ``"/data/x"``). A corpus of that name
+            built into the data home wins over the bundled sample; the working directory is
+            never searched for names.
         limits, engine_override, options: passed to :class:`Corpus`.
 
     Raises:
@@ -354,19 +424,15 @@ def load_corpus(
     """
     if isinstance(reference, Corpus):
         return reference
-    kwargs = {"limits": limits, "engine_override": engine_override, "options": options}
-    path = Path(reference)
-    if path.is_dir() and (path / "manifest.json").is_file():
-        return Corpus(path, origin="path", **kwargs)
-    name = corpus_name(str(reference))
-    built = built_corpora_dir() / name
-    if (built / "manifest.json").is_file():
-        return Corpus(built, origin="built", **kwargs)
-    bundled = BUNDLED_DIR / name
-    if (bundled / "manifest.json").is_file():
-        return Corpus(bundled, origin="bundled", **kwargs)
-    known = sorted(set(available_corpora()) | set(ENV_IDS))
-    raise CorpusNotFound(
-        f"no corpus {str(reference)!r}: give an env id, a corpus name or a corpus folder "
-        f"(available: {', '.join(known)})"
+    folder, origin = resolve_corpus(reference)
+    corpus = Corpus(
+        folder, origin=origin, limits=limits, engine_override=engine_override, options=options
     )
+    logger.info(
+        "ambitab-gym: corpus %r resolved from %r: %s, %s",
+        corpus.name,
+        str(reference),
+        origin,
+        folder,
+    )
+    return corpus

@@ -20,15 +20,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ambitab_gym.corpora.corpus import (
-    BUNDLED_DIR,
-    ENV_IDS,
     Corpus,
-    CorpusNotFound,
     Manifest,
-    available_corpora,
-    corpus_name,
+    resolve_corpus,
 )
-from ambitab_gym.corpora.home import built_corpora_dir
 from ambitab_gym.records import RecordError, parse_record
 from ambitab_gym.validate.checks import (
     CHECKS,
@@ -70,29 +65,14 @@ __all__ = [
 def resolve_corpus_folder(reference: str | Path) -> tuple[Path, str]:
     """The folder and origin (``path``, ``built`` or ``bundled``) a reference names.
 
-    Args:
-        reference: a corpus folder, an env id (``AmbiTab-Bird-v0``) or a corpus name.
-
-    Returns:
-        ``(folder, origin)``; a built corpus in the data home wins over the bundled sample.
+    The same resolver as :func:`load_corpus` and ``gym.make``
+    (:func:`ambitab_gym.corpora.corpus.resolve_corpus`): an env id or name is the corpus built
+    into the data home, else the bundled sample; a folder only when given as a path.
 
     Raises:
         CorpusNotFound: nothing answers to the reference.
     """
-    path = Path(reference)
-    if path.is_dir():
-        if not (path / "manifest.json").is_file():
-            raise CorpusNotFound(f"{path} is not a corpus folder: manifest.json is missing")
-        return path.resolve(), "path"
-    name = corpus_name(str(reference))
-    for folder, origin in ((built_corpora_dir() / name, "built"), (BUNDLED_DIR / name, "bundled")):
-        if (folder / "manifest.json").is_file():
-            return folder, origin
-    known = ", ".join(sorted(set(available_corpora()) | set(ENV_IDS)))
-    raise CorpusNotFound(
-        f"no corpus {str(reference)!r}: give an env id, a corpus name or a corpus folder "
-        f"(available: {known}; `ambitab-gym list` shows them with their sizes)"
-    )
+    return resolve_corpus(reference)
 
 
 def _check_loaded(corpus: Corpus, verifier: Verifier) -> list[Violation]:
