@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ambitab_gym.actions import parse_action, parse_sql_action
+from ambitab_gym.actions import ParsedAction, parse_action, read_sql_action
 from ambitab_gym.corpora import Corpus, load_corpus
 from ambitab_gym.metrics import REWARDS, RewardFn
 from ambitab_gym.oracles import Oracle, OracleContext, OracleTurn, deterministic_oracle
@@ -201,6 +201,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self._dialogue_text = ""
         self._task_text = ""
         self._task_texts: dict[str, str] = {}
+        self._last_action: ParsedAction | None = None
 
     # -- budget ----------------------------------------------------------------------------------
 
@@ -258,6 +259,9 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if trajectory.verdict is not None:
             info["success"] = trajectory.verdict.success
             info["verdict_reason"] = trajectory.verdict.reason
+        if self._last_action is not None:
+            info["action_parse"] = self._last_action.form
+            info["action_note"] = self._last_action.note
         for key in self.info_keys:
             info[key] = self._privileged(key)
         return info
@@ -315,19 +319,23 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self._context = OracleContext(record)
         self._dialogue = []
         self._dialogue_text = ""
+        self._last_action = None
         self._task_text = self._task(record)
         self._questions_left = self.max_questions(record)
         self._phase = "ask"
         return self._observation(), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Take one decision. No action raises: anything unreadable is a question (or, in the
+        SQL phase, SQL) and ``info["action_parse"]`` / ``info["action_note"]`` say how it was
+        read (see :mod:`ambitab_gym.actions`)."""
         outcome = self._begin_step(action)
-        if isinstance(outcome, str):
+        if isinstance(outcome, ParsedAction):
             assert self._context is not None
             start = time.perf_counter()
-            credits, answer = self._episode_oracle.answer(outcome, self._context)
+            credits, answer = self._episode_oracle.answer(outcome.text, self._context)
             elapsed = time.perf_counter() - start
-            outcome = self._record_turn(action, outcome, credits, answer, elapsed)
+            outcome = self._record_turn(outcome, credits, answer, elapsed)
         if outcome is _NEEDS_SOLVER:
             return self._finish(sql=self._solve_sync())
         return outcome
@@ -335,12 +343,12 @@ class AmbiTabEnv(gym.Env[dict, str]):
     async def astep(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """:meth:`step` for asyncio campaigns: awaits the oracle's and solver's async methods."""
         outcome = self._begin_step(action)
-        if isinstance(outcome, str):
+        if isinstance(outcome, ParsedAction):
             assert self._context is not None
             start = time.perf_counter()
-            credits, answer = await self._episode_oracle.aanswer(outcome, self._context)
+            credits, answer = await self._episode_oracle.aanswer(outcome.text, self._context)
             elapsed = time.perf_counter() - start
-            outcome = self._record_turn(action, outcome, credits, answer, elapsed)
+            outcome = self._record_turn(outcome, credits, answer, elapsed)
         if outcome is _NEEDS_SOLVER:
             return self._finish(sql=await self._solve_async())
         return outcome
@@ -348,27 +356,31 @@ class AmbiTabEnv(gym.Env[dict, str]):
     # -- step internals (shared by step and astep) ----------------------------------------------
 
     def _begin_step(self, action: Any):
-        """Everything before the oracle: returns the question text, a step result, or
-        ``_NEEDS_SOLVER``."""
+        """Everything before the oracle: returns the parsed question, a step result, or
+        ``_NEEDS_SOLVER``. Reading the action never raises."""
         if self.trajectory is None or self._phase == "done":
             raise RuntimeError("the episode is over: call reset()")
         if self._phase == "sql":
-            return self._finish(sql=parse_sql_action(action))
+            self._last_action = read_sql_action(action)
+            return self._finish(sql=self._last_action.text)
         record = self.record
         assert record is not None
         if record.m == 0 and self.zero_ambiguity == "skip":
+            self._last_action = ParsedAction(
+                "stop", form="ignored", note="asking is skipped for this task: action not read"
+            )
             return self._stop("skipped")
-        parsed = parse_action(action)
+        parsed = self._last_action = parse_action(action)
         if parsed.kind == "stop":
             return self._stop("asker")
-        return parsed.text
+        return parsed
 
-    def _record_turn(self, action: Any, question: str, credits, answer: str, elapsed: float):
+    def _record_turn(self, parsed: ParsedAction, credits, answer: str, elapsed: float):
         """Append a turn; returns the step result (or ``_NEEDS_SOLVER`` at the budget)."""
         trajectory, context = self.trajectory, self._context
         assert trajectory is not None and context is not None
-        raw = action if isinstance(action, str) else str(action)
-        trajectory.turns.append(Turn(raw, question, answer, credits))
+        question = parsed.text
+        trajectory.turns.append(Turn(parsed.raw, question, answer, credits))
         context.turns.append(OracleTurn(question, answer, credits))
         trajectory.timings["oracle_s"] = trajectory.timings.get("oracle_s", 0.0) + elapsed
         self._dialogue.append(DialogueTurn(question, answer))

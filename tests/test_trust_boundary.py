@@ -23,6 +23,8 @@ PUBLIC_INFO_KEYS = {
     "stop_reason",
     "success",
     "verdict_reason",
+    "action_parse",
+    "action_note",
 }
 
 
