@@ -105,9 +105,13 @@ def test_replacement_is_uniform_over_records_on_other_databases():
 
 def test_single_database_pool_is_an_error_that_says_what_to_do():
     base = AmbiTabEnv("bird")
-    one_db = [r.id for r in base.records if r.spec.database == "flights"]
+    one_db = [r for r in base.records if r.spec.database == "flights"]
+    env = AmbiTabEnv("bird", record_ids=[r.id for r in one_db])
     with pytest.raises(ValueError, match="at least two databases"):
-        SpecificationRandomization(AmbiTabEnv("bird", record_ids=one_db))
+        SpecificationRandomization(env, pool=one_db)
+    # the default pool is the whole corpus (every split), so one database to run is fine
+    donors = SpecificationRandomization(env).donors
+    assert {base.corpus.record(d).spec.database for d in donors.values()} - {"flights"}
 
 
 def test_only_the_agent_sees_the_replacement():
@@ -226,12 +230,16 @@ def test_hybrid_oracle_reveals_leaky_credit_with_reference_answers():
     assert turn.answer == first.resolution
 
 
-def test_hybrid_oracle_restores_the_actual_oracle_on_close_and_takes_a_responder():
+def test_hybrid_oracle_never_changes_the_env_oracle_and_takes_a_responder():
+    # Changed behaviour (issue 15): the hybrid is handed to the env per episode
+    # (reset options), so base.oracle stays the actual oracle at every point.
     base = AmbiTabEnv("taco")
     actual = base.oracle
     env = HybridOracle(base, responder=ReferenceResponder(prefer_response=False))
-    assert base.oracle is env.hybrid_oracle and base.oracle.matcher is actual.matcher
+    assert base.oracle is actual and env.hybrid_oracle.matcher is actual.matcher
     assert env.hybrid_oracle.responder.prefer_response is False
+    env.reset(seed=0)
+    assert base.oracle is actual and base.episode_oracle is env.hybrid_oracle
     env.close()
     assert base.oracle is actual
 

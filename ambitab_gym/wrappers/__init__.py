@@ -9,6 +9,10 @@ Trainers (:mod:`ambitab_gym.wrappers.menu`, :mod:`ambitab_gym.wrappers.chat`):
     * ``QuestionMenu`` - discrete actions over agent-visible candidate questions.
     * ``ChatMessages`` - observations as chat messages, actions as assistant text.
 
+Stack rules (:mod:`ambitab_gym.wrappers.stack`):
+    * ``agent_view`` - the agent's view through a stack (what every agent-side wrapper reads).
+    * ``AgentInterface``, ``StackOrderError`` - the agent-side marker and the order error.
+
 Names are imported on first use, so ``import ambitab_gym.wrappers`` stays light.
 """
 
@@ -23,6 +27,9 @@ _MODULES = {
     "AdversarialProbe": "ambitab_gym.wrappers.leakage",
     "QuestionMenu": "ambitab_gym.wrappers.menu",
     "ChatMessages": "ambitab_gym.wrappers.chat",
+    "AgentInterface": "ambitab_gym.wrappers.stack",
+    "StackOrderError": "ambitab_gym.wrappers.stack",
+    "agent_view": "ambitab_gym.wrappers.stack",
 }
 
 __all__ = sorted(_MODULES)

@@ -7,7 +7,9 @@
 * :class:`ChatMessages` - a Gymnasium wrapper whose observations are such transcripts; ``step``
   takes the assistant's text (a question, ``STOP``, or the JSON form).
 
-The transcript is a function of the :class:`~ambitab_gym.trajectory.PublicView` only.
+The transcript is a function of the :class:`~ambitab_gym.trajectory.PublicView` only, taken
+from the wrapper stack (:func:`~ambitab_gym.wrappers.stack.agent_view`), never from
+``env.unwrapped``: under a ``SpecificationRandomization`` the system message holds x'.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from gymnasium.spaces import Space
 from ambitab_gym.actions import STOP
 from ambitab_gym.spaces import UnicodeText
 from ambitab_gym.trajectory import PublicView
+from ambitab_gym.wrappers.stack import AgentInterface, agent_view, check_agent_interface
 
 __all__ = [
     "ROLES",
@@ -204,23 +207,29 @@ class ChatSpace(Space[list]):
         )
 
 
-class ChatMessages(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+class ChatMessages(AgentInterface, gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Observations as chat messages; actions as the assistant's text.
 
-    The observation is :func:`chat_messages` of the env's public view (system prompt with the
-    instructions and the task, then the dialogue as assistant/user turns). ``step`` takes the
+    The observation is :func:`chat_messages` of the agent's view as the stack below presents it
+    (system prompt with the instructions and the task, then the dialogue as assistant/user
+    turns): with a ``SpecificationRandomization`` below, the task is x'. ``step`` takes the
     assistant's reply unchanged: a question, ``STOP``, the JSON form, or - in the SQL phase of
     ``mode="agent"`` - the SQL.
 
     Args:
-        env: an AmbiTab env (possibly wrapped).
+        env: an AmbiTab env (possibly wrapped by leakage or Gymnasium wrappers, not by another
+            agent-side wrapper).
         prompt: a fixed system message to use instead of :func:`system_prompt`; ``{task}``,
             ``{budget}`` and ``{stop}`` in it are filled in.
         sql_request: the user message that opens the SQL phase.
 
+    Raises:
+        StackOrderError: when ``env`` already holds an agent-side wrapper.
+
     Example:
         >>> import gymnasium as gym
         >>> import ambitab_gym
+        >>> from ambitab_gym.wrappers import SpecificationRandomization
         >>> env = ChatMessages(gym.make("AmbiTab-Bird-v0"))
         >>> messages, info = env.reset(seed=0)
         >>> messages[0]["role"], len(messages)
@@ -228,6 +237,10 @@ class ChatMessages(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         >>> messages, reward, terminated, truncated, info = env.step("What do you mean by top?")
         >>> [m["role"] for m in messages]
         ['system', 'assistant', 'user']
+        >>> randomized = ChatMessages(SpecificationRandomization(gym.make("AmbiTab-Bird-v0")))
+        >>> messages, info = randomized.reset(seed=0)
+        >>> randomized.unwrapped.public_view.render_task() in messages[0]["content"]
+        False
     """
 
     def __init__(
@@ -239,12 +252,11 @@ class ChatMessages(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, prompt=prompt, sql_request=sql_request)
         gym.ObservationWrapper.__init__(self, env)
-        inner = env.unwrapped
-        if not hasattr(type(inner), "public_view"):
-            raise TypeError("ChatMessages wraps an AmbiTab env (one with a public_view)")
+        check_agent_interface(env, "ChatMessages")
         self.prompt = prompt
         self.sql_request = sql_request
-        max_questions = max(inner.max_questions(r) for r in inner.records)
+        budget = env.get_wrapper_attr("max_questions")
+        max_questions = max(budget(r) for r in env.get_wrapper_attr("records"))
         self.observation_space = ChatSpace(max_messages=2 * max_questions + 2)
         self._system: str | None = None
 
@@ -261,7 +273,7 @@ class ChatMessages(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         return super().reset(seed=seed, options=options)
 
     def observation(self, observation: Any) -> list[dict[str, str]]:
-        view = self.env.unwrapped.public_view
+        view = agent_view(self.env)
         if self._system is None:  # fixed for the episode: the budget stated at the start
             self._system = self._system_message(view)
         return chat_messages(view, prompt=self._system, sql_request=self.sql_request)

@@ -8,7 +8,9 @@
 * :class:`MenuLayout` - the shape of the numeric observation (global features + one feature row
   per slot); :func:`menu_features` computes it from the public view and the menu.
 * :class:`QuestionMenu` - a Gymnasium wrapper: ``Discrete(n_slots)`` actions, a fixed-size
-  ``Box`` observation, ``action_masks()`` for maskable algorithms.
+  ``Box`` observation, ``action_masks()`` for maskable algorithms. It reads the agent's view
+  through the wrapper stack (:func:`~ambitab_gym.wrappers.stack.agent_view`), never from
+  ``env.unwrapped``: under a ``SpecificationRandomization`` its menu is built from x'.
 
 Everything is deterministic: hashing uses BLAKE2b, never Python's salted ``hash``.
 """
@@ -28,6 +30,7 @@ from gymnasium import spaces
 from ambitab_gym.actions import STOP
 from ambitab_gym.oracles.base import REFUSAL
 from ambitab_gym.trajectory import PublicView
+from ambitab_gym.wrappers.stack import AgentInterface, agent_view, check_agent_interface
 
 __all__ = [
     "GENERIC_QUESTIONS",
@@ -266,7 +269,7 @@ def build_menu(
     """
     if not isinstance(view, PublicView):
         raise TypeError(
-            f"build_menu takes the agent's PublicView (env.unwrapped.public_view), "
+            f"build_menu takes the agent's PublicView (agent_view(env)), "
             f"not {type(view).__name__}"
         )
     fixed = [MenuItem("stop", "", STOP)] + [MenuItem("generic", "", q) for q in GENERIC_QUESTIONS]
@@ -454,19 +457,24 @@ def menu_features(view: PublicView, menu: Menu) -> np.ndarray:
     return np.concatenate([glob, slots.reshape(-1)]).astype(np.float32)
 
 
-class QuestionMenu(gym.Wrapper, gym.utils.RecordConstructorArgs):
+class QuestionMenu(AgentInterface, gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Discrete actions over agent-visible candidate questions, numeric observations.
 
-    Each episode's menu comes from :func:`build_menu` on the env's public view (never the
-    record). Action ``i`` sends ``menu.question(i)`` to the env; slots past the last candidate
+    Each episode's menu comes from :func:`build_menu` on the agent's view as the stack below
+    presents it (never the record; with a ``SpecificationRandomization`` below, x'). Action ``i`` sends ``menu.question(i)`` to the env; slots past the last candidate
     stop. The observation is :func:`menu_features` of the public view: a ``Box`` of
     ``layout.size`` float32 values. ``info["question"]`` holds the text that was sent.
 
     Args:
-        env: an AmbiTab env (text actions), possibly wrapped.
+        env: an AmbiTab env (text actions), possibly wrapped by leakage or Gymnasium wrappers,
+            not by another agent-side wrapper.
         n_slots: the number of discrete actions.
         max_phrase_words: the longest request phrase offered.
         max_schema: the most schema names offered.
+
+    Raises:
+        StackOrderError: when ``env`` already holds an agent-side wrapper.
+        ValueError: when the env waits for SQL after asking (``mode="agent"``).
 
     Example:
         >>> import gymnasium as gym
@@ -492,9 +500,8 @@ class QuestionMenu(gym.Wrapper, gym.utils.RecordConstructorArgs):
             self, n_slots=n_slots, max_phrase_words=max_phrase_words, max_schema=max_schema
         )
         gym.Wrapper.__init__(self, env)
-        if not hasattr(type(env.unwrapped), "public_view"):
-            raise TypeError("QuestionMenu wraps an AmbiTab env (one with a public_view)")
-        if getattr(env.unwrapped, "mode", None) == "agent":
+        check_agent_interface(env, "QuestionMenu")
+        if env.get_wrapper_attr("mode") == "agent":
             raise ValueError(
                 "QuestionMenu only asks: its actions cannot write SQL. Use mode='ask_only' "
                 "(question-F1) or mode='solver' (the env's solver writes the SQL)"
@@ -509,14 +516,14 @@ class QuestionMenu(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _observe(self) -> np.ndarray:
         assert self.menu is not None
-        return menu_features(self.env.unwrapped.public_view, self.menu)
+        return menu_features(agent_view(self.env), self.menu)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         _, info = self.env.reset(seed=seed, options=options)
         self.menu = build_menu(
-            self.env.unwrapped.public_view,
+            agent_view(self.env),
             n_slots=self.n_slots,
             max_phrase_words=self.max_phrase_words,
             max_schema=self.max_schema,
