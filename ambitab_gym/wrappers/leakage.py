@@ -241,9 +241,7 @@ class SpecificationRandomization(_LeakageWrapper, gym.utils.RecordConstructorArg
             self._donors = _stored_replacements(records, corpus, replacements)
         else:
             rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-            self._donors = draw_replacements(
-                records, corpus.records if pool is None else pool, rng
-            )
+            self._donors = draw_replacements(records, corpus.records if pool is None else pool, rng)
         self._tasks: dict[str, str] = {}
 
     @property

@@ -269,8 +269,7 @@ def build_menu(
     """
     if not isinstance(view, PublicView):
         raise TypeError(
-            f"build_menu takes the agent's PublicView (agent_view(env)), "
-            f"not {type(view).__name__}"
+            f"build_menu takes the agent's PublicView (agent_view(env)), not {type(view).__name__}"
         )
     fixed = [MenuItem("stop", "", STOP)] + [MenuItem("generic", "", q) for q in GENERIC_QUESTIONS]
     if n_slots < len(fixed):
