@@ -2,7 +2,11 @@
 
 * :class:`ChatSession` - one AmbiTab episode at a time behind a chat interface: ``start``
   returns the opening messages, ``step(text)`` the environment's new messages, the reward and
-  whether the episode is over. Every LLM-trainer adapter drives its env through one.
+  whether the episode is over. Every LLM-trainer adapter drives its env through one; its
+  ``wrappers`` (for instance a ``SpecificationRandomization``) go below the chat layer, whose
+  messages are built from the agent's view of that stack.
+* :func:`apply_wrappers` - wrap an env in a sequence of wrappers (callables or
+  ``"module:callable"`` import paths, innermost first), as the adapters' ``wrappers`` options do.
 * :class:`EpisodeScore` and :func:`score_episode` - question-F1 (paper eq. 2), precision and
   recall of one finished episode, read from the env's trajectory (evaluation side only).
 * :func:`summarize` - macro means over episodes (precision over episodes that asked, recall over
@@ -14,8 +18,9 @@
 
 from __future__ import annotations
 
+import importlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +33,8 @@ from ambitab_gym.wrappers.chat import ChatMessages, new_messages
 
 __all__ = [
     "ChatSession",
+    "WrapperSpec",
+    "apply_wrappers",
     "EpisodeScore",
     "GroupAdvantages",
     "group_advantages",
@@ -37,16 +44,57 @@ __all__ = [
 
 Message = dict[str, str]
 
+#: A wrapper for :func:`apply_wrappers`: ``callable(env) -> env`` or ``"module:callable"``.
+WrapperSpec = Callable[[gym.Env], gym.Env] | str
+
+
+def apply_wrappers(env: gym.Env, wrappers: Sequence[WrapperSpec] = ()) -> gym.Env:
+    """Wrap ``env`` in ``wrappers``, the first innermost (as ``gym.make_vec(wrappers=...)``).
+
+    Args:
+        env: the env to wrap.
+        wrappers: callables ``env -> env`` (a wrapper class, a ``functools.partial`` of one) or
+            import paths ``"module:callable"`` (for YAML configs of verl and SkyRL).
+
+    Returns:
+        the wrapped env.
+
+    >>> import ambitab_gym
+    >>> env = apply_wrappers(ambitab_gym.AmbiTabEnv("bird"),
+    ...                      ["ambitab_gym.wrappers.leakage:SpecificationRandomization"])
+    >>> type(env).__name__
+    'SpecificationRandomization'
+    """
+    if isinstance(wrappers, str) or callable(wrappers):
+        wrappers = [wrappers]
+    for wrapper in wrappers:
+        if isinstance(wrapper, str):
+            module, _, name = wrapper.partition(":")
+            if not module or not name:
+                raise ValueError(f"a wrapper path is 'module:callable', not {wrapper!r}")
+            wrapper = getattr(importlib.import_module(module), name)
+        if not callable(wrapper):
+            raise TypeError(f"a wrapper is a callable env -> env, not {type(wrapper).__name__}")
+        env = wrapper(env)
+    return env
+
 
 class ChatSession:
     """One episode at a time of an AmbiTab env behind a chat interface.
+
+    The messages are :class:`ChatMessages` of the agent's view of the wrapper stack, so a
+    ``SpecificationRandomization`` in ``wrappers`` (or in ``env``) randomizes every text the
+    model reads, system prompt included, while the oracle and the reward see the true record.
 
     Args:
         env_id: a registered AmbiTab id (or ``ambitab_gym:<id>``).
         env_kwargs: keyword arguments of the env (``split=``, ``mode=``, ``reward=``, ...).
         prompt: a system-message template for :class:`ChatMessages` (``{task}``, ``{budget}``,
             ``{stop}``); default its own instructions.
-        env: an already built AmbiTab env to use instead of ``env_id``/``env_kwargs``.
+        env: an already built AmbiTab env (possibly wrapped) to use instead of
+            ``env_id``/``env_kwargs``.
+        wrappers: wrappers put around the env below the chat layer, innermost first (see
+            :func:`apply_wrappers`), e.g. ``[HybridOracle, SpecificationRandomization]``.
 
     Example:
         >>> session = ChatSession("AmbiTab-Bird-v0")
@@ -68,9 +116,10 @@ class ChatSession:
         env_kwargs: dict[str, Any] | None = None,
         prompt: str | None = None,
         env: gym.Env | None = None,
+        wrappers: Sequence[WrapperSpec] = (),
     ) -> None:
         base = env if env is not None else gym.make(env_id, **dict(env_kwargs or {}))
-        self.env = ChatMessages(base, prompt=prompt)
+        self.env = ChatMessages(apply_wrappers(base, wrappers), prompt=prompt)
         self.messages: list[Message] = []
         self.done = True
         self.reward = 0.0
@@ -79,7 +128,7 @@ class ChatSession:
     @property
     def record_ids(self) -> list[str]:
         """Ids of the records this session's env draws from."""
-        return [r.id for r in self.env.unwrapped.records]
+        return [r.id for r in self.env.get_wrapper_attr("records")]
 
     def start(self, *, record_id: str | None = None, seed: int | None = None) -> list[Message]:
         """Begin an episode (on ``record_id``, or a record drawn with ``seed``).
@@ -130,8 +179,9 @@ def score_episode(trajectory: Trajectory, record: TaskRecord) -> EpisodeScore:
     """Score a finished episode against its record (counted ambiguities only).
 
     Args:
-        trajectory: ``env.unwrapped.trajectory`` after the episode.
-        record: ``env.unwrapped.record``.
+        trajectory: the env's trajectory after the episode (privileged:
+            ``env.get_wrapper_attr("trajectory")``).
+        record: the episode's record (``env.get_wrapper_attr("record")``).
 
     Returns:
         an :class:`EpisodeScore`.

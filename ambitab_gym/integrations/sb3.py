@@ -4,7 +4,8 @@
   network (so what it learns about a phrase carries over to other slots and other requests),
   masks empty slots, and pools the slots for the value. Use it as ``PPO(MenuPolicy, env)``;
   plain ``"MlpPolicy"`` works too.
-* :func:`make_menu_env` - an AmbiTab env wrapped in ``QuestionMenu`` (for ``make_vec_env``).
+* :func:`make_menu_env` - an AmbiTab env wrapped in ``QuestionMenu`` (for ``make_vec_env``),
+  optionally with leakage wrappers below the menu (``wrappers=``).
 * :func:`evaluate_menu_policy` - one episode per record, question-F1/precision/recall.
 * :func:`random_menu_policy` - the uniform-over-valid-slots baseline.
 
@@ -30,7 +31,13 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         'pip install "ambitab-gym[sb3]"'
     ) from error
 
-from ambitab_gym.integrations.common import EpisodeScore, score_episode, summarize
+from ambitab_gym.integrations.common import (
+    EpisodeScore,
+    WrapperSpec,
+    apply_wrappers,
+    score_episode,
+    summarize,
+)
 from ambitab_gym.wrappers.menu import MenuLayout, QuestionMenu
 
 __all__ = [
@@ -166,17 +173,21 @@ def make_menu_env(
     *,
     n_slots: int = 32,
     env_kwargs: dict[str, Any] | None = None,
+    wrappers: Sequence[WrapperSpec] = (),
     **menu_kwargs: Any,
 ) -> QuestionMenu:
-    """``QuestionMenu(gym.make(env_id, **env_kwargs))``.
+    """``QuestionMenu(<wrappers>(gym.make(env_id, **env_kwargs)))``.
 
     Args:
         env_id: a registered AmbiTab id.
         n_slots: menu size.
         env_kwargs: keyword arguments of the env (``split=``, ``record_ids=``, ...).
+        wrappers: wrappers below the menu, innermost first (e.g.
+            ``[SpecificationRandomization]``: the menu is then built from x').
         **menu_kwargs: further ``QuestionMenu`` options.
     """
-    return QuestionMenu(gym.make(env_id, **(env_kwargs or {})), n_slots=n_slots, **menu_kwargs)
+    env = apply_wrappers(gym.make(env_id, **(env_kwargs or {})), wrappers)
+    return QuestionMenu(env, n_slots=n_slots, **menu_kwargs)
 
 
 def random_menu_policy(seed: int | np.random.Generator | None) -> MenuPolicyFn:
@@ -212,8 +223,11 @@ def evaluate_menu_policy(
     Returns:
         ``(summary, scores)``: macro means (see :func:`summarize`) and per-episode scores.
     """
-    inner = env.unwrapped
-    ids = list(record_ids) if record_ids is not None else [r.id for r in inner.records]
+    ids = (
+        list(record_ids)
+        if record_ids is not None
+        else [r.id for r in env.get_wrapper_attr("records")]
+    )
     scores = []
     for record_id in ids:
         obs, _ = env.reset(options={"record_id": record_id})
@@ -226,5 +240,7 @@ def evaluate_menu_policy(
                 action = int(policy(obs, env))
             obs, _, terminated, truncated, _ = env.step(action)
             done = terminated or truncated
-        scores.append(score_episode(inner.trajectory, inner.record))
+        # the privileged scoring path: the true record and its credits
+        record = env.get_wrapper_attr("record")
+        scores.append(score_episode(env.get_wrapper_attr("trajectory"), record))
     return summarize(scores), scores

@@ -9,17 +9,20 @@
   ``reward_spec``, ``extra_info.record_id``), ready for ``datasets.Dataset.from_list``.
 
 ``env_config`` keys: ``env_id`` (default ``AmbiTab-Bird-v0``), ``env_kwargs`` (passed to the
-env: ``split``, ``mode``, ``reward``, ...), ``prompt`` (a system-message template). ``extras``
+env: ``split``, ``mode``, ``reward``, ...), ``prompt`` (a system-message template),
+``wrappers`` (wrappers below the chat layer, innermost first: callables or
+``"module:callable"`` paths, see :func:`~ambitab_gym.integrations.common.apply_wrappers`). ``extras``
 (the dataset row's other columns) choose the record: ``record_id`` or ``extra_info.record_id``;
 without one, a record is drawn with ``extras["seed"]``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ambitab_gym.integrations.common import ChatSession
+from ambitab_gym.integrations.common import ChatSession, WrapperSpec
+from ambitab_gym.wrappers.stack import agent_view
 
 __all__ = ["ENV_CLASS", "AmbiTabTextEnv", "register_skyrl", "skyrl_dataset"]
 
@@ -61,7 +64,8 @@ class AmbiTabTextEnv(_Base):
     """One AmbiTab episode as a SkyRL text env (chat messages in, assistant text out).
 
     Args:
-        env_config: ``env_id``, ``env_kwargs``, ``prompt`` (a dict or an OmegaConf config).
+        env_config: ``env_id``, ``env_kwargs``, ``prompt``, ``wrappers`` (a dict or an
+            OmegaConf config).
         extras: the dataset row's extra columns; ``record_id`` (or ``extra_info.record_id``)
             picks the record, else ``seed`` draws one.
 
@@ -86,6 +90,7 @@ class AmbiTabTextEnv(_Base):
             str(_get(env_config, "env_id", "AmbiTab-Bird-v0")),
             env_kwargs=dict(env_kwargs),
             prompt=_get(env_config, "prompt"),
+            wrappers=list(_get(env_config, "wrappers") or ()),
         )
         self.record_id = extras.get("record_id") or _get(extras.get("extra_info"), "record_id")
         self.seed = extras.get("seed")
@@ -95,9 +100,10 @@ class AmbiTabTextEnv(_Base):
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Start the episode; returns the opening transcript (it replaces ``prompt``)."""
         messages = self.session.start(record_id=self.record_id, seed=self.seed)
-        inner = self.session.env.unwrapped
+        env = self.session.env
         # Every question or stop is a turn; the SQL of mode="agent" is one more.
-        self.max_turns = inner.max_questions(inner.record) + 1 + (inner.mode == "agent")
+        agent_sql = env.get_wrapper_attr("mode") == "agent"
+        self.max_turns = agent_view(env).questions_left + 1 + agent_sql
         self.turns = 0
         return messages, {}
 
@@ -140,6 +146,7 @@ def skyrl_dataset(
     *,
     env_class: str = ENV_CLASS,
     data_source: str = "ambitab",
+    wrappers: Sequence[WrapperSpec] = (),
     **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """One SkyRL dataset row per record of the env (``prompt`` = the opening transcript).
@@ -148,13 +155,14 @@ def skyrl_dataset(
         env_id: a registered AmbiTab id.
         env_class: the SkyRL env-class name (see :func:`register_skyrl`).
         data_source: the rows' ``data_source``.
+        wrappers: wrappers below the chat layer (use the env config's ``wrappers``).
         **env_kwargs: env options (``split="train"``, ...).
 
     >>> rows = skyrl_dataset("AmbiTab-Bird-v0", split="dev")
     >>> sorted(rows[0]), rows[0]["prompt"][0]["role"]
     (['data_source', 'env_class', 'extra_info', 'prompt', 'reward_spec'], 'system')
     """
-    session = ChatSession(env_id, env_kwargs=env_kwargs)
+    session = ChatSession(env_id, env_kwargs=env_kwargs, wrappers=wrappers)
     rows = []
     try:
         for record_id in session.record_ids:

@@ -18,10 +18,11 @@ whose docstring documents its ``Args:``; reward functions receive the instances 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ambitab_gym.actions import STOP
-from ambitab_gym.integrations.common import ChatSession
+from ambitab_gym.integrations.common import ChatSession, WrapperSpec
 
 __all__ = [
     "TOOL_PROMPT",
@@ -57,9 +58,12 @@ class AmbiTabToolEnvironment:
 
     env_id: str = "AmbiTab-Bird-v0"
     env_kwargs: dict[str, Any] = {}  # replaced per subclass, never mutated
+    wrappers: tuple[WrapperSpec, ...] = ()  # below the chat layer, innermost first
 
     def __init__(self) -> None:
-        self._session = ChatSession(self.env_id, env_kwargs=dict(self.env_kwargs))
+        self._session = ChatSession(
+            self.env_id, env_kwargs=dict(self.env_kwargs), wrappers=self.wrappers
+        )
         self.reward = 0.0
         self.done = False
 
@@ -113,12 +117,14 @@ class AmbiTabToolEnvironment:
 
 
 def trl_environment_factory(
-    env_id: str = "AmbiTab-Bird-v0", **env_kwargs: Any
+    env_id: str = "AmbiTab-Bird-v0", *, wrappers: Sequence[WrapperSpec] = (), **env_kwargs: Any
 ) -> type[AmbiTabToolEnvironment]:
     """An :class:`AmbiTabToolEnvironment` subclass for ``env_id`` and ``env_kwargs``.
 
     Args:
         env_id: a registered AmbiTab id.
+        wrappers: wrappers below the chat layer, innermost first (pass the same to
+            :func:`trl_dataset`: the task the model reads is in the dataset's prompt).
         **env_kwargs: env options (``split="train"``, ``reward="question_f1"``, ...).
 
     >>> Env = trl_environment_factory("AmbiTab-Bird-v0", split="dev")
@@ -128,20 +134,30 @@ def trl_environment_factory(
     return type(
         "AmbiTabToolEnvironment",
         (AmbiTabToolEnvironment,),
-        {"env_id": env_id, "env_kwargs": dict(env_kwargs), "__module__": __name__},
+        {
+            "env_id": env_id,
+            "env_kwargs": dict(env_kwargs),
+            "wrappers": tuple(wrappers),
+            "__module__": __name__,
+        },
     )
 
 
-def trl_dataset(env_id: str = "AmbiTab-Bird-v0", **env_kwargs: Any) -> list[dict[str, Any]]:
+def trl_dataset(
+    env_id: str = "AmbiTab-Bird-v0", *, wrappers: Sequence[WrapperSpec] = (), **env_kwargs: Any
+) -> list[dict[str, Any]]:
     """One TRL row per record: ``prompt`` (conversational) and ``record_id``.
 
-    Use ``datasets.Dataset.from_list(rows)`` as the trainer's ``train_dataset``.
+    Use ``datasets.Dataset.from_list(rows)`` as the trainer's ``train_dataset``. The prompt is
+    the opening transcript of the agent's view of the wrapper stack (``wrappers`` below the
+    chat layer, innermost first), so the rows and :func:`trl_environment_factory` must be given
+    the same wrappers.
 
     >>> row = trl_dataset("AmbiTab-Bird-v0", split="dev")[0]
     >>> sorted(row), row["prompt"][0]["role"]
     (['prompt', 'record_id'], 'system')
     """
-    session = ChatSession(env_id, env_kwargs=env_kwargs, prompt=TOOL_PROMPT)
+    session = ChatSession(env_id, env_kwargs=env_kwargs, prompt=TOOL_PROMPT, wrappers=wrappers)
     try:
         return [
             {"prompt": session.start(record_id=record_id), "record_id": record_id}

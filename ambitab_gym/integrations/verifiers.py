@@ -17,9 +17,10 @@ rollout step by step and port directly.)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from ambitab_gym.integrations.common import ChatSession
+from ambitab_gym.integrations.common import ChatSession, WrapperSpec
 
 __all__ = ["AmbiTabProtocol", "load_environment", "verifiers_dataset"]
 
@@ -34,6 +35,8 @@ class AmbiTabProtocol:
         env_id: a registered AmbiTab id.
         env_kwargs: env options (``split``, ``mode``, ``reward``, ...).
         prompt: a system-message template (see :class:`~ambitab_gym.wrappers.ChatMessages`).
+        wrappers: wrappers below the chat layer, innermost first (see
+            :func:`~ambitab_gym.integrations.common.apply_wrappers`).
 
     Example:
         >>> import asyncio
@@ -56,18 +59,23 @@ class AmbiTabProtocol:
         *,
         env_kwargs: dict[str, Any] | None = None,
         prompt: str | None = None,
+        wrappers: Sequence[WrapperSpec] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.ambitab_env_id = env_id
         self.ambitab_env_kwargs = dict(env_kwargs or {})
         self.ambitab_prompt = prompt
+        self.ambitab_wrappers = tuple(wrappers)
 
     async def setup_state(self, state: State, **kwargs: Any) -> State:
         """Start the rollout's episode; ``state["prompt"]`` gets the opening transcript."""
         info = state.get("info") or {}
         session = ChatSession(
-            self.ambitab_env_id, env_kwargs=self.ambitab_env_kwargs, prompt=self.ambitab_prompt
+            self.ambitab_env_id,
+            env_kwargs=self.ambitab_env_kwargs,
+            prompt=self.ambitab_prompt,
+            wrappers=self.ambitab_wrappers,
         )
         state["prompt"] = session.start(record_id=info.get("record_id"), seed=info.get("seed"))
         state["ambitab"] = session
@@ -104,14 +112,16 @@ class AmbiTabProtocol:
         return float(state.get("ambitab_reward", session.reward))
 
 
-def verifiers_dataset(env_id: str = "AmbiTab-Bird-v0", **env_kwargs: Any) -> list[dict[str, Any]]:
-    """Rows with ``prompt`` (the opening transcript) and ``info.record_id``.
+def verifiers_dataset(
+    env_id: str = "AmbiTab-Bird-v0", *, wrappers: Sequence[WrapperSpec] = (), **env_kwargs: Any
+) -> list[dict[str, Any]]:
+    """Rows with ``prompt`` (the opening transcript of the agent's view) and ``info.record_id``.
 
     >>> row = verifiers_dataset("AmbiTab-Bird-v0", split="dev")[0]
     >>> sorted(row), sorted(row["info"])
     (['answer', 'info', 'prompt'], ['record_id'])
     """
-    session = ChatSession(env_id, env_kwargs=env_kwargs)
+    session = ChatSession(env_id, env_kwargs=env_kwargs, wrappers=wrappers)
     try:
         return [
             {"prompt": session.start(record_id=r), "answer": "", "info": {"record_id": r}}
@@ -122,13 +132,18 @@ def verifiers_dataset(env_id: str = "AmbiTab-Bird-v0", **env_kwargs: Any) -> lis
 
 
 def load_environment(
-    env_id: str = "AmbiTab-Bird-v0", *, split: str | None = "train", **env_kwargs: Any
+    env_id: str = "AmbiTab-Bird-v0",
+    *,
+    split: str | None = "train",
+    wrappers: Sequence[WrapperSpec] = (),
+    **env_kwargs: Any,
 ) -> Any:
     """A verifiers 0.1.x ``MultiTurnEnv`` over an AmbiTab corpus (needs verifiers and datasets).
 
     Args:
         env_id: a registered AmbiTab id.
         split: the records to serve.
+        wrappers: wrappers below the chat layer, innermost first.
         **env_kwargs: further env options.
     """
     try:
@@ -151,11 +166,12 @@ def load_environment(
         async def episode_over(self, state: State, **kwargs: Any) -> bool:
             return await AmbiTabProtocol.episode_over(self, state, **kwargs)
 
-    protocol = AmbiTabProtocol(env_id, env_kwargs=options)
+    protocol = AmbiTabProtocol(env_id, env_kwargs=options, wrappers=wrappers)
     rubric = vf.Rubric(funcs=[protocol.question_f1], weights=[1.0])
     return AmbiTabVerifiersEnv(
         env_id,
         env_kwargs=options,
-        dataset=Dataset.from_list(verifiers_dataset(env_id, **options)),
+        wrappers=wrappers,
+        dataset=Dataset.from_list(verifiers_dataset(env_id, wrappers=wrappers, **options)),
         rubric=rubric,
     )

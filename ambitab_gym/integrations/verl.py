@@ -9,7 +9,8 @@
   datasets carry them.
 
 Interaction config (the ``config`` of the interaction YAML entry): ``env_id`` (default
-``AmbiTab-Bird-v0``), ``env_kwargs`` (``split``, ``mode``, ``reward``, ...), ``prompt``.
+``AmbiTab-Bird-v0``), ``env_kwargs`` (``split``, ``mode``, ``reward``, ...), ``prompt``,
+``wrappers`` (below the chat layer, innermost first: ``"module:callable"`` paths or callables).
 ``generate_response`` reads the model's last assistant message, replies with the env's next
 message(s), and pays the episode's reward on the turn that ends it (0 before), so the turn
 scores sum to the raw env's reward.
@@ -17,10 +18,11 @@ scores sum to the raw env's reward.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from uuid import uuid4
 
-from ambitab_gym.integrations.common import ChatSession
+from ambitab_gym.integrations.common import ChatSession, WrapperSpec
 
 __all__ = ["INTERACTION_NAME", "AmbiTabInteraction", "verl_dataset"]
 
@@ -44,7 +46,7 @@ class AmbiTabInteraction(_Base):
     """The AmbiTab oracle as verl's simulated user; one env per interaction instance.
 
     Args:
-        config: ``name``, ``env_id``, ``env_kwargs``, ``prompt``.
+        config: ``name``, ``env_id``, ``env_kwargs``, ``prompt``, ``wrappers``.
 
     Example:
         >>> import asyncio
@@ -68,6 +70,7 @@ class AmbiTabInteraction(_Base):
         self.env_id = str(config.get("env_id", "AmbiTab-Bird-v0"))
         self.env_kwargs = dict(config.get("env_kwargs") or {})
         self.prompt = config.get("prompt")
+        self.wrappers = list(config.get("wrappers") or ())
         self._sessions: dict[str, ChatSession] = {}
 
     def _session(self, instance_id: str) -> ChatSession:
@@ -96,7 +99,9 @@ class AmbiTabInteraction(_Base):
         old = self._sessions.pop(instance_id, None)
         if old is not None:
             old.close()
-        session = ChatSession(self.env_id, env_kwargs=self.env_kwargs, prompt=self.prompt)
+        session = ChatSession(
+            self.env_id, env_kwargs=self.env_kwargs, prompt=self.prompt, wrappers=self.wrappers
+        )
         session.start(record_id=record_id, seed=seed)
         self._sessions[instance_id] = session
         return instance_id
@@ -138,6 +143,7 @@ def verl_dataset(
     *,
     name: str = INTERACTION_NAME,
     data_source: str = "ambitab",
+    wrappers: Sequence[WrapperSpec] = (),
     **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """One verl multi-turn row per record (write them to parquet for verl's RL dataset).
@@ -146,13 +152,14 @@ def verl_dataset(
         env_id: a registered AmbiTab id.
         name: the interaction name (as in the interaction YAML).
         data_source: the rows' ``data_source``.
+        wrappers: wrappers below the chat layer (the same as the interaction config's).
         **env_kwargs: env options (``split="train"``, ...).
 
     >>> row = verl_dataset("AmbiTab-Bird-v0", split="dev")[0]
     >>> row["extra_info"]["interaction_kwargs"]["name"], row["prompt"][0]["role"]
     ('ambitab', 'system')
     """
-    session = ChatSession(env_id, env_kwargs=env_kwargs)
+    session = ChatSession(env_id, env_kwargs=env_kwargs, wrappers=wrappers)
     rows = []
     try:
         for index, record_id in enumerate(session.record_ids):
