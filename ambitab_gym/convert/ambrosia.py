@@ -36,19 +36,30 @@ from ambitab_gym.convert.common import (
     Conversion,
     Drop,
     Item,
+    Span,
+    TermChoice,
     Workspace,
     compare_for,
+    diff_phrase,
+    find_term,
+    is_stop_word,
     malformed,
     progress,
     seeded_rng,
     sha256_file,
     slug,
+    strip_instructions,
+    term_problem,
+    words_match,
 )
 from ambitab_gym.records import parse_record
 
 __all__ = [
+    "ATTACHMENT_SUFFIX",
+    "FEW_SHOT_SPLITS",
     "TEST_SHARE",
     "ambiguity_term",
+    "public_request",
     "assign_splits",
     "build_from_dump",
     "convert",
@@ -66,23 +77,24 @@ UPSTREAM = {
     "to public repositories",
 }
 
-_STOP = {
-    "a", "an", "the", "of", "in", "on", "at", "to", "for", "and", "or", "with", "by", "from",
-    "is", "are", "was", "were", "be", "do", "does", "did", "what", "which", "who", "whom",
-    "how", "many", "much", "show", "list", "give", "me", "all", "each", "every", "that",
-    "there", "their", "its", "it", "as", "than", "have", "has", "any", "can", "you", "i",
-}  # fmt: skip
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
-_SCOPE = re.compile(r"\b(?:each|every|all(?:\s+the)?|any|both)\s+[A-Za-z][\w-]*", re.IGNORECASE)
+#: What both upstream loaders append to attachment questions (the public request carries it
+#: exactly once; it is stripped before term extraction).
+ATTACHMENT_SUFFIX = "Show them in one table."
+
+#: Split labels of the few-shot rows (official: ``few_shot_examples``); they are excluded.
+FEW_SHOT_SPLITS = frozenset({"few_shot_examples", "few_shot_example", "few_shot", "fewshot"})
+#: Split labels whose rows are converted (official ``test``; re-splits ``train``/``validation``).
+KEPT_SPLITS = frozenset({"test", "train", "validation", "dev", ""})
+
+_QUANTIFIER = re.compile(r"\b(?:each|every|all(?:\s+(?:the|of\s+the))?|any|both)\s+", re.IGNORECASE)
 _MODIFIER = (
     r"(?:with|without|that|who|which|having|in|on|at|from|of|for|near|located|offering|serving|"
     r"selling|providing|whose)"
 )
 _ATTACHMENT = re.compile(
-    r"\b[\w-]+\s+(?:and|or)\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+(" + _MODIFIER + r"\b[^?.!,;]*)",
+    r"\b[\w-]+\s+(?:and|or)\s+(?:[\w-]+\s+){0,3}?[\w-]+\s+(" + _MODIFIER + r"\b[^?.!,;]*)",
     re.IGNORECASE,
 )
-_LAST_MODIFIER = re.compile(r"\b(" + _MODIFIER + r"\b[^?.!,;]*)[?.!]?\s*$", re.IGNORECASE)
 
 
 def split_gold_queries(cell: str) -> list[str]:
@@ -99,69 +111,122 @@ def _normal_sql(sql: str) -> str:
     return " ".join(sql.replace(";", " ").split()).lower()
 
 
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text)
+def _split_label(value: str | None) -> str:
+    return re.sub(r"[\s-]+", "_", str(value or "").strip().lower())
 
 
-def _vague_term(question: str, readings: list[str]) -> str | None:
-    """The longest run of question words that some reading does not repeat."""
-    reading_words = [{w.lower() for w in _words(r)} for r in readings]
-    words = _words(question)
-    flags = [any(w.lower() not in rw for rw in reading_words) for w in words]
-    best: tuple[int, int] | None = None
-    start = None
-    for i, flag in enumerate([*flags, False]):
-        if flag and start is None:
-            start = i
-        elif not flag and start is not None:
-            run = (start, i)
-            content = [w for w in words[start:i] if w.lower() not in _STOP]
-            if content and (best is None or i - start > best[1] - best[0]):
-                best = run
-            start = None
-    if best is None:
+def public_request(question: str, ambig_type: str) -> str:
+    """The request as upstream loaders present it: the attachment suffix exactly once.
+
+    >>> public_request("List hotels and restaurants with a pool.", "attachment")
+    'List hotels and restaurants with a pool. Show them in one table.'
+    >>> public_request("List hotels with a pool. Show them in one table.", "attachment")
+    'List hotels with a pool. Show them in one table.'
+    >>> public_request("Which shops are popular? Show them in one table.", "vague")
+    'Which shops are popular?'
+    """
+    bare = strip_instructions(question)
+    if (ambig_type or "").strip().lower() == "attachment":
+        return f"{bare} {ATTACHMENT_SUFFIX}"
+    return bare
+
+
+def _tokens(text: str) -> list[re.Match[str]]:
+    return list(re.finditer(r"[A-Za-z0-9][A-Za-z0-9'_-]*", text))
+
+
+def _scope_span(question: str, readings: list[str]) -> Span | None:
+    """The quantified noun phrase ("each streaming service"): the quantifier and the words
+    after it that some reading repeats in the same order (the readings bound the phrase)."""
+    reading_words = [[m.group(0) for m in _tokens(r)] for r in readings]
+    for found in _QUANTIFIER.finditer(question):
+        after = [m for m in _tokens(question) if m.start() >= found.end()]
+        best = 0
+        for words in reading_words:
+            for start in range(len(words)):
+                n = 0
+                while (
+                    n < len(after)
+                    and start + n < len(words)
+                    and not is_stop_word(after[n].group(0))
+                    and words_match(after[n].group(0), words[start + n])
+                    and question[
+                        (after[n - 1].end() if n else found.end()) : after[n].start()
+                    ].strip()
+                    == ""
+                ):
+                    n += 1
+                best = max(best, n)
+        if best == 0 and after and not is_stop_word(after[0].group(0)):
+            best = 1  # no reading repeats the noun: the quantifier and its first word
+        if best:
+            return Span(
+                found.start(),
+                after[best - 1].end(),
+                question[found.start() : after[best - 1].end()],
+            )
+    return None
+
+
+def _attachment_span(question: str) -> Span | None:
+    """The modifier whose attachment is ambiguous ("with a pool" in "hotels and restaurants
+    with a pool"), up to the end of its clause."""
+    found = _ATTACHMENT.search(question)
+    if not found:
         return None
-    run = words[best[0] : best[1]]
-    while run and run[0].lower() in _STOP:
-        run = run[1:]
-    while run and run[-1].lower() in _STOP:
-        run = run[:-1]
-    return " ".join(run) or None
+    start, end = found.span(1)
+    words = _tokens(question[start:end])
+    while words and is_stop_word(words[-1].group(0)) and len(words) > 1:
+        words.pop()
+    if not words:
+        return None
+    end = start + words[-1].end()
+    return Span(start, end, question[start:end])
 
 
-def ambiguity_term(question: str, ambig_type: str, readings: list[str]) -> str:
-    """The phrase of an ambiguous question that its readings disagree on.
+def ambiguity_term(question: str, ambig_type: str, readings: list[str]) -> TermChoice | None:
+    """The phrase of an ambiguous question that its readings disagree on, and how it was found.
+
+    The attachment suffix is stripped from the question and the readings first. ``scope``: the
+    quantifier and the noun phrase after it, as far as a reading repeats it
+    (``question_diff``); ``attachment``: the modifier after "X and Y" (``question_pattern``);
+    ``vague``: the longest run of words no reading repeats (``question_diff``). None when no
+    phrase of the question qualifies (see :func:`~ambitab_gym.convert.common.term_problem`).
 
     Args:
         question: the ambiguous question.
         ambig_type: ``scope``, ``attachment`` or ``vague``.
         readings: the questions of its unambiguous readings.
 
-    >>> ambiguity_term("Which classes does every gym offer?", "scope", [])
+    >>> ambiguity_term("Which classes does every gym offer?", "scope",
+    ...     ["Which classes are offered by all gyms?", "For each gym, which classes does it offer?"]).term
     'every gym'
-    >>> ambiguity_term("List hotels and restaurants with a pool.", "attachment", [])
+    >>> ambiguity_term("What films does each streaming service offer?", "scope",
+    ...     ["For each streaming service, what films does it offer?"]).term
+    'each streaming service'
+    >>> ambiguity_term("List hotels and restaurants with a pool. Show them in one table.", "attachment",
+    ...     []).term
     'with a pool'
-    >>> ambiguity_term("Which restaurants are popular?", "vague",
-    ...     ["Which restaurants have more than 100 reviews?", "Which restaurants are rated above 4?"])
+    >>> ambiguity_term("What's the most popular shop?", "vague",
+    ...     ["What is the shop with most customers?", "What is the shop with the best rating?"]).term
     'popular'
+    >>> ambiguity_term("Show them in one table.", "attachment", []) is None
+    True
     """
     kind = (ambig_type or "").strip().lower()
-    term = None
+    bare = strip_instructions(question)
+    readings = [strip_instructions(r) for r in readings]
+    attempts: list[tuple[Span | None, str]] = []
     if kind == "scope":
-        found = _SCOPE.search(question)
-        term = found.group(0) if found else None
+        attempts.append((_scope_span(bare, readings), "question_diff"))
     elif kind == "attachment":
-        found = _ATTACHMENT.search(question) or _LAST_MODIFIER.search(question)
-        term = found.group(1).strip() if found else None
-    if term is None and readings:
-        term = _vague_term(question, readings)
-    if term is None:
-        found = _LAST_MODIFIER.search(question)
-        term = found.group(1).strip() if found else None
-    if term is None:
-        content = [w for w in _words(question) if w.lower() not in _STOP]
-        term = content[-1] if content else question.strip()
-    return term
+        attempts.append((_attachment_span(bare), "question_pattern"))
+    if readings:
+        attempts.append((diff_phrase(bare, readings), "question_diff"))
+    for span, origin in attempts:
+        if span is not None and term_problem(span.phrase) is None:
+            return TermChoice(span.phrase, (), origin)
+    return None
 
 
 def _execute_statements(connection: sqlite3.Connection, script: str) -> int:
@@ -306,6 +371,13 @@ def assign_splits(items: list[Item], types: dict[str, str], seed: int) -> dict[s
 def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     """Convert ``ambrosia.csv`` (or a folder holding it).
 
+    Rows whose ``split`` is a few-shot label (official ``few_shot_examples``) are excluded
+    (``few_shot_example``); ``test`` and the re-split labels ``train``/``validation`` are
+    converted; any other label is dropped (``unknown_split``). A database whose dump yields
+    no table drops its items (``database_build_failed``). With ``--llm-url``/``--model`` the
+    term fallback asks the model when the question gives no phrase; otherwise such an item is
+    dropped (``no_term_in_request``).
+
     Args:
         options: ``source`` is the CSV or its folder.
         workspace: where the databases built from the dumps go.
@@ -328,17 +400,29 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
         upstream=UPSTREAM,
         inputs={source.name: sha256_file(source)},
     )
-    few_shot = {"few_shot", "fewshot", "few-shot"}
     rows = [{**row, "_row": str(number)} for number, row in enumerate(rows, start=1)]
+    kept_rows = []
     for row in rows:
-        if (row.get("split") or "").strip().lower() in few_shot and _truthy(row["is_ambiguous"]):
-            conversion.drops.append(Drop(f"{source.name}:row{row['_row']}", "few_shot_example"))
-    rows = [r for r in rows if (r.get("split") or "test").strip().lower() not in few_shot]
+        label = _split_label(row.get("split"))
+        key = f"{source.name}:row{row['_row']}"
+        if label in FEW_SHOT_SPLITS:
+            if _truthy(row.get("is_ambiguous")):
+                conversion.drops.append(
+                    Drop(key, "few_shot_example", f"split {row.get('split')!r}")
+                )
+            continue
+        if label not in KEPT_SPLITS:
+            if _truthy(row.get("is_ambiguous")):
+                conversion.drops.append(Drop(key, "unknown_split", f"split {row.get('split')!r}"))
+            continue
+        kept_rows.append(row)
+    rows = kept_rows
     names = _database_names([r["db_file"] for r in rows])
     dumps: dict[str, str] = {}
     for row in rows:
         dumps.setdefault(row["db_file"], row["db_dump"])
     skipped: dict[str, int] = {}
+    failed: dict[str, str] = {}
     for db_file, dump in sorted(dumps.items()):
         name = names[db_file]
 
@@ -346,17 +430,29 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             skipped[_name] = build_from_dump(_dump, target)
 
         workspace.add_built(name, build)
+        try:
+            workspace.path(name)
+        except (BuildError, sqlite3.Error, OSError) as error:
+            failed[db_file] = str(error)[:300]
     readings: dict[tuple[str, str], list[dict[str, str]]] = {}
     for row in rows:
         if not _truthy(row["is_ambiguous"]):
             for sql in split_gold_queries(row["gold_queries"])[:1]:
                 readings.setdefault((row["db_file"], _normal_sql(sql)), []).append(row)
+    finder = None
+    if options.llm_url:
+        from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
+
+        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
     types: dict[str, str] = {}
     ambiguous = [r for r in rows if _truthy(r["is_ambiguous"])]
     for row in progress(ambiguous, desc="ambrosia", enabled=options.show_progress):
         key = f"{source.name}:row{row['_row']}"
+        if row["db_file"] in failed:
+            conversion.drops.append(Drop(key, "database_build_failed", failed[row["db_file"]]))
+            continue
         try:
-            item = _item(row, key, int(row["_row"]), names, readings)
+            item = _item(row, key, int(row["_row"]), names, readings, finder)
         except MALFORMED as error:
             item = malformed(key, error)
         if isinstance(item, Drop):
@@ -370,19 +466,20 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             r.model_copy(update={"split": split[r.spec.database]}) for r in item.records
         ]
     conversion.notes["skipped_dump_statements"] = skipped
+    conversion.notes["failed_dumps"] = len(failed)
+    conversion.notes["attachment_suffix"] = ATTACHMENT_SUFFIX
     return conversion
 
 
-def _item(row, key, index, names, readings) -> Item | Drop:
+def _item(row, key, index, names, readings, finder=None) -> Item | Drop:
     database = names[row["db_file"]]
     queries = split_gold_queries(row["gold_queries"])
+    question = strip_instructions(row["question"])
     linked = []
     for sql in queries:
         candidates = readings.get((row["db_file"], _normal_sql(sql)), [])
         own = [
-            c
-            for c in candidates
-            if (c.get("ambig_question") or "").strip() == row["question"].strip()
+            c for c in candidates if strip_instructions(c.get("ambig_question") or "") == question
         ]
         chosen = (own or candidates or [None])[0]
         linked.append((sql, chosen))
@@ -391,14 +488,24 @@ def _item(row, key, index, names, readings) -> Item | Drop:
     if len(linked) < 2:
         detail = f"{len(queries)} gold queries, {len(unlinked)} without a reading question"
         return Drop(key, "fewer_than_two_readings", detail)
-    question = row["question"].strip()
     kind = row["ambig_type"].strip().lower()
-    reading_questions = [reading["question"].strip() for _, reading in linked]
-    term = ambiguity_term(question, kind, reading_questions)
+    request = public_request(question, kind)
+    reading_questions = [strip_instructions(reading["question"]) for _, reading in linked]
+    choice = ambiguity_term(question, kind, reading_questions)
+    if choice is None and finder is not None:
+        found = finder.find(
+            question, f"{kind} ambiguity; its readings: " + " | ".join(reading_questions)
+        )
+        span = find_term(question, found) if found else None
+        if span is not None and term_problem(span.phrase) is None:
+            choice = TermChoice(span.phrase, (), "llm")
+    if choice is None:
+        return Drop(key, "no_term_in_request", f"no {kind} phrase found in {question!r}"[:300])
     avt_id = f"ambrosia-{index:05d}"
+    ident = slug(kind) or "ambiguity"
     records = []
     for n, (sql, reading) in enumerate(linked, start=1):
-        intent = reading["question"].strip()
+        intent = strip_instructions(reading["question"])
         records.append(
             parse_record(
                 {
@@ -406,11 +513,12 @@ def _item(row, key, index, names, readings) -> Item | Drop:
                     "avt_id": avt_id,
                     "corpus": "ambrosia",
                     "split": "test",
-                    "spec": {"request": question, "database": database},
+                    "spec": {"request": request, "database": database},
                     "ambiguities": [
                         {
-                            "id": slug(kind) or "ambiguity",
-                            "term": term,
+                            "id": ident,
+                            "term": choice.term,
+                            "aliases": list(choice.aliases),
                             "kind": "critical",
                             "resolution": intent,
                             "response": f"I mean this: {intent}",
@@ -426,8 +534,10 @@ def _item(row, key, index, names, readings) -> Item | Drop:
                         "kind": "ambrosia",
                         "ambig_type": kind,
                         "db_file": row["db_file"],
+                        "upstream_split": row.get("split"),
                         "reading": n,
                         "unlinked_gold_queries": len(unlinked),
+                        "term_origin": {ident: choice.origin},
                     },
                 },
                 where=key,

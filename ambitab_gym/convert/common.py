@@ -443,3 +443,431 @@ def _sqlite_from_script(script: str, path: Path) -> None:
         connection.commit()
     finally:
         connection.close()
+
+
+# -- ambiguity terms: the request's own words ---------------------------------------------------
+#
+# One implementation, shared by every converter and by the validator's ``term_in_request`` and
+# ``term_words`` checks. A term is the ambiguous span as it occurs in the public request: found
+# with the deterministic oracle's own rule (words in order, separated by whitespace, not starting
+# or ending inside a word, case-insensitive; :func:`term_pattern`), a whole phrase (a noun
+# phrase, a value or a modifier) that is neither only function words, nor only SQL keywords, nor
+# an SQL fragment, nor an instruction (:func:`term_problem`). Converters locate a span with
+# :func:`find_phrase` (a candidate phrase, tolerant of plurals and, optionally, of shared stems),
+# :func:`common_phrase` (the longest run of a source text's words that the request also has) or
+# :func:`diff_phrase` (the request's words that none of its readings repeat), and widen it to
+# whole words of a phrase with :func:`extend_phrase`.
+
+#: Function words: determiners, pronouns, prepositions, conjunctions, auxiliaries, question words,
+#: politeness and instruction verbs. A term made only of these is never a term.
+STOP_WORDS: frozenset[str] = frozenset(
+    re.findall(
+        r"\S+",
+        """
+    a an the this that these those some such
+    i me my we us our you your he him his she her it its they them their there here
+    of in on at to for with without by from into onto about as than per via within along
+    among across after before over under between through during against upon off out up down
+    and or but nor so yet also too either neither both
+    is are was were be been being am do does did doing done have has had having
+    can could will would shall should may might must
+    what which who whom whose when where why how what's who's where's how's it's that's
+    there's let's i'd i'm don't doesn't didn't isn't aren't
+    not no yes please kindly thanks
+    show list give display find tell return provide get fetch retrieve output print
+    each every all any
+    many much more most less least very just only even then
+    if whether
+    """,
+    )
+)
+
+#: SQL keywords and functions. A term made only of these (``count``, ``order by``) is an SQL
+#: fragment, not the request's words.
+SQL_KEYWORDS: frozenset[str] = frozenset(
+    re.findall(
+        r"\S+",
+        """
+    select from where join inner outer left right full cross natural on using group order by
+    having limit offset union intersect except distinct as asc desc and or not null is in like
+    glob between exists case when then else end cast count sum avg min max iif ifnull coalesce
+    substr substring strftime round abs length instr upper lower total nullif
+    insert update delete into values set create drop alter table view index with recursive
+    """,
+    )
+)
+
+#: Instructions the upstream loaders add to a request; never a term.
+INSTRUCTIONS: tuple[str, ...] = ("show them in one table",)
+
+_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_']*[A-Za-z0-9_]|)(?:[-.][A-Za-z0-9_']+)*")
+_SQL_SIGNS = re.compile(
+    r"[=<>*]|\b[A-Za-z_][A-Za-z0-9_]*\(|\b[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]+\b"
+)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A span of a text: ``text[start:end]`` is ``phrase``.
+
+    Example:
+        >>> Span(6, 11, "world").phrase
+        'world'
+    """
+
+    start: int
+    end: int
+    phrase: str
+
+
+@dataclass(frozen=True)
+class TermChoice:
+    """The term of an ambiguity, further names for it, and how it was obtained.
+
+    Attributes:
+        term: the phrase as the request writes it.
+        aliases: source names the request does not use (a knowledge-base name, a column).
+        origin: how the term was derived (``annotation``, ``question_diff``, ``evidence``,
+            ``column_name``, ``synonym``, ``table_noun``, ``knowledge_base``, ``sql_snippet``,
+            ``llm``, ``released``); recorded per ambiguity in ``source.term_origin`` and counted
+            in the manifest.
+
+    Example:
+        >>> TermChoice("carcinogenic", ("label",), "evidence").aliases
+        ('label',)
+    """
+
+    term: str
+    aliases: tuple[str, ...] = ()
+    origin: str = "annotation"
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """The pattern a term is found with: the deterministic oracle's rule.
+
+    Words in order, separated by any whitespace, not starting or ending inside a word,
+    case-insensitive.
+
+    >>> bool(term_pattern("each  streaming service").search("What does Each streaming service cost?"))
+    True
+    >>> bool(term_pattern("stream").search("each streaming service"))
+    False
+    """
+    words = [re.escape(w) for w in term.split()]
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+def find_term(text: str, term: str) -> Span | None:
+    """Where a term occurs in a text (the first occurrence), by :func:`term_pattern`.
+
+    >>> find_term("Which shops are popular?", "Popular")
+    Span(start=16, end=23, phrase='popular')
+    >>> find_term("Which shops are popular?", "pop") is None
+    True
+    """
+    if not term or not term.split():
+        return None
+    found = term_pattern(term).search(text)
+    return Span(found.start(), found.end(), found.group(0)) if found else None
+
+
+def term_occurs(text: str, term: str) -> bool:
+    """Whether a term occurs in a text by the deterministic oracle's rule.
+
+    >>> term_occurs("List hotels and restaurants with a pool.", "with a pool")
+    True
+    >>> term_occurs("List hotels and restaurants with a pool.", "pools")
+    False
+    """
+    return find_term(text, term) is not None
+
+
+def _words_of(text: str) -> list[str]:
+    return [w.lower() for w in _TOKEN.findall(text)]
+
+
+def is_stop_word(word: str) -> bool:
+    """Whether a word is a function word (:data:`STOP_WORDS`), case-insensitive.
+
+    >>> is_stop_word("What's"), is_stop_word("gym")
+    (True, False)
+    """
+    return word.lower().replace("\u2019", "'") in STOP_WORDS
+
+
+def term_problem(term: str) -> str | None:
+    """Why a phrase cannot be an ambiguity term, or None when it can.
+
+    Returns ``"empty"``, ``"stop_word"`` (only function words), ``"sql_keyword"`` (only SQL
+    keywords), ``"sql_fragment"`` (an operator, a function call, a qualified column or ``*``)
+    or ``"instruction"`` (an instruction such as "Show them in one table").
+
+    >>> [term_problem(t) for t in ["each streaming service", "What's", "Please", "along"]]
+    [None, 'stop_word', 'stop_word', 'stop_word']
+    >>> [term_problem(t) for t in ["count", "order by", "label = '+'", "COUNT(id)", "T1.label"]]
+    ['sql_keyword', 'sql_keyword', 'sql_fragment', 'sql_fragment', 'sql_fragment']
+    >>> term_problem("in one table"), term_problem("Show them in one table.")
+    ('instruction', 'instruction')
+    >>> term_problem("Signal-to-Noise Quality Indicator (SNQI)") is None
+    True
+    """
+    words = _words_of(term)
+    if not words:
+        return "empty"
+    folded = " ".join(words)
+    for instruction in INSTRUCTIONS:
+        if (folded in instruction and len(words) > 1) or instruction in folded:
+            return "instruction"
+    if all(is_stop_word(w) for w in words):
+        return "stop_word"
+    if all(w in SQL_KEYWORDS for w in words):
+        return "sql_keyword"
+    if _SQL_SIGNS.search(term):
+        return "sql_fragment"
+    return None
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _plural_forms(word: str) -> set[str]:
+    w = word.lower()
+    forms = {w}
+    for suffix in ("'s", "s'", "\u2019s"):
+        if w.endswith(suffix):
+            forms.add(w[: -len(suffix)])
+    if w.endswith("ies") and len(w) > 4:
+        forms.add(w[:-3] + "y")
+    if w.endswith("es") and len(w) > 3:
+        forms.add(w[:-2])
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 2:
+        forms.add(w[:-1])
+    return forms
+
+
+def words_match(a: str, b: str, *, stem: bool = False) -> bool:
+    """Whether two words are one word up to case, plural and possessive endings, and - with
+    ``stem`` - a shared stem of at least four letters (``weigh``/``weight``, ``create``/
+    ``created``).
+
+    >>> words_match("Countries", "country"), words_match("atoms", "atom"), words_match("age", "ages")
+    (True, True, True)
+    >>> words_match("weigh", "weight"), words_match("weigh", "weight", stem=True)
+    (False, True)
+    >>> words_match("name", "names", stem=True), words_match("nation", "national", stem=True)
+    (True, True)
+    >>> words_match("car", "care", stem=True)
+    False
+    """
+    fa, fb = _plural_forms(a), _plural_forms(b)
+    if fa & fb:
+        return True
+    if not stem:
+        return False
+    for x in fa:
+        for y in fb:
+            short, long_ = sorted((x, y), key=len)
+            if len(short) >= 4 and long_.startswith(short) and len(long_) - len(short) <= 3:
+                return True
+    return False
+
+
+def _trim(tokens: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    while tokens and is_stop_word(tokens[0][0]):
+        tokens = tokens[1:]
+    while tokens and is_stop_word(tokens[-1][0]):
+        tokens = tokens[:-1]
+    return tokens
+
+
+def _span(text: str, tokens: list[tuple[str, int, int]]) -> Span:
+    start, end = tokens[0][1], tokens[-1][2]
+    return Span(start, end, text[start:end])
+
+
+def _adjacent(text: str, left: tuple[str, int, int], right: tuple[str, int, int]) -> bool:
+    """Whether only spaces separate two tokens (no punctuation, no line break)."""
+    between = text[left[2] : right[1]]
+    return between.strip(" \t") == ""
+
+
+def find_phrase(text: str, phrase: str, *, stem: bool = False) -> Span | None:
+    """Where a phrase occurs in a text, word by word, tolerant of plurals (and with ``stem``, of
+    shared stems); the span is the text's own words.
+
+    >>> find_phrase("Calculate the average number of oxygen atoms.", "average number of oxygen atom")
+    Span(start=14, end=44, phrase='average number of oxygen atoms')
+    >>> find_phrase("How much does the youngest dog weigh?", "weight", stem=True).phrase
+    'weigh'
+    >>> find_phrase("no match here", "gym") is None
+    True
+    """
+    wanted = [w for w, _, _ in _tokens(phrase)]
+    if not wanted:
+        return None
+    tokens = _tokens(text)
+    for i in range(len(tokens) - len(wanted) + 1):
+        window = tokens[i : i + len(wanted)]
+        if all(
+            words_match(t[0], w, stem=stem) for t, w in zip(window, wanted, strict=True)
+        ) and all(_adjacent(text, a, b) for a, b in zip(window, window[1:], strict=False)):
+            return _span(text, window)
+    return None
+
+
+def common_phrase(
+    text: str, source: str, *, stem: bool = False, exclude: Iterable[str] = ()
+) -> Span | None:
+    """The longest run of a source text's words that the text also has, in the text's words.
+
+    The run never starts or ends with a function word and holds at least one other word; runs
+    made only of excluded words (e.g. a table's noun) do not count. Ties go to the earlier
+    position in the text.
+
+    >>> common_phrase("Which atoms are connected in single type bonds?",
+    ...               "single type bond refers to bond_type = '-'").phrase
+    'single type bonds'
+    >>> common_phrase("What is the name of the document?", "document name", exclude=["document"]).phrase
+    'name'
+    >>> common_phrase("Which shops are popular?", "the of a") is None
+    True
+    """
+    text_tokens = _tokens(text)
+    source_words = [w for w, _, _ in _tokens(source)]
+    excluded = {e.lower() for e in exclude}
+    best: tuple[int, int, int] | None = None  # (length, -start, start index)
+    best_tokens: list[tuple[str, int, int]] = []
+    for i in range(len(text_tokens)):
+        for j in range(len(source_words)):
+            n = 0
+            while (
+                i + n < len(text_tokens)
+                and j + n < len(source_words)
+                and words_match(text_tokens[i + n][0], source_words[j + n], stem=stem)
+                and (n == 0 or _adjacent(text, text_tokens[i + n - 1], text_tokens[i + n]))
+            ):
+                n += 1
+            run = _trim(text_tokens[i : i + n])
+            if not run:
+                continue
+            content = [t for t in run if not is_stop_word(t[0])]
+            if all(any(words_match(t[0], e) for e in excluded) for t in content):
+                continue
+            key = (len(run), -run[0][1], 0)
+            if best is None or key > best:
+                best, best_tokens = key, run
+    return _span(text, best_tokens) if best_tokens else None
+
+
+def extend_phrase(text: str, span: Span, *, left: bool = True, right: bool = True) -> Span:
+    """Widen a span to the whole phrase around it: to whole words, then over adjacent words
+    that are not function words (no punctuation between).
+
+    >>> text = "Which classes does each streaming service offer?"
+    >>> extend_phrase(text, Span(19, 33, "each streaming"), left=False).phrase
+    'each streaming service offer'
+    >>> extend_phrase("How many carcinogenic molecules?", Span(9, 21, "carcinogenic")).phrase
+    'carcinogenic molecules'
+    >>> extend_phrase("the e-mail of students", Span(4, 6, "e-")).phrase
+    'e-mail'
+    """
+    tokens = _tokens(text)
+    inside = [i for i, t in enumerate(tokens) if t[2] > span.start and t[1] < span.end]
+    if not inside:
+        return span
+    first, last = inside[0], inside[-1]
+    while (
+        left
+        and first > 0
+        and not is_stop_word(tokens[first - 1][0])
+        and _adjacent(text, tokens[first - 1], tokens[first])
+    ):
+        first -= 1
+    while (
+        right
+        and last + 1 < len(tokens)
+        and not is_stop_word(tokens[last + 1][0])
+        and _adjacent(text, tokens[last], tokens[last + 1])
+    ):
+        last += 1
+    return _span(text, tokens[first : last + 1])
+
+
+def diff_phrase(question: str, readings: list[str]) -> Span | None:
+    """The request's phrase its readings disagree on: the longest run of the question's words
+    that no reading repeats (plurals tolerated), trimmed of function words.
+
+    Used for vagueness: every reading replaces the vague words by a concrete criterion.
+
+    >>> diff_phrase("Which restaurants are popular?",
+    ...     ["Which restaurants have more than 100 reviews?", "Which restaurants are rated above 4?"]).phrase
+    'popular'
+    >>> diff_phrase("What's the best gym?", ["What is the gym with most members?",
+    ...     "What is the gym with the highest rating?"]).phrase
+    'best'
+    >>> diff_phrase("Which gyms?", ["Which gyms?"]) is None
+    True
+    """
+    reading_words = [[w for w, _, _ in _tokens(r)] for r in readings]
+    tokens = _tokens(question)
+    flags = [
+        not any(any(words_match(t[0], w) for w in words) for words in reading_words) for t in tokens
+    ]
+    best: list[tuple[str, int, int]] = []
+    run: list[tuple[str, int, int]] = []
+    for token, flag in zip([*tokens, None], [*flags, False], strict=True):
+        if flag and token is not None and (not run or _adjacent(question, run[-1], token)):
+            run.append(token)
+            continue
+        trimmed = _trim(run)
+        if trimmed and len(trimmed) > len(best):
+            best = trimmed
+        run = [token] if flag and token is not None else []
+    return _span(question, best) if best else None
+
+
+def strip_instructions(text: str) -> str:
+    """A request without the instructions upstream loaders append (:data:`INSTRUCTIONS`).
+
+    >>> strip_instructions("List hotels and restaurants with a pool. Show them in one table.")
+    'List hotels and restaurants with a pool.'
+    >>> strip_instructions("List hotels with a pool.  show them in one table")
+    'List hotels with a pool.'
+    """
+    out = text.strip()
+    changed = True
+    while changed:
+        changed = False
+        for instruction in INSTRUCTIONS:
+            pattern = re.compile(r"\s*" + r"\s+".join(instruction.split()) + r"\s*\.?\s*$", re.I)
+            stripped = pattern.sub("", out)
+            if stripped != out:
+                out, changed = stripped.strip(), True
+    return out
+
+
+def count_term_origins(records: Iterable[TaskRecord]) -> dict[str, int]:
+    """How the counted ambiguity terms of the records were derived (``source.term_origin``),
+    once per AVT.
+
+    >>> count_term_origins([])
+    {}
+    """
+    counts: dict[str, int] = {}
+    seen: set[str] = set()
+    for record in records:
+        if record.avt_id in seen:
+            continue
+        seen.add(record.avt_id)
+        origins = (record.source or {}).get("term_origin") or {}
+        for ambiguity in record.ambiguities:
+            if not ambiguity.counted:
+                continue
+            origin = (
+                str(origins.get(ambiguity.id, "unknown"))
+                if isinstance(origins, dict)
+                else "unknown"
+            )
+            counts[origin] = counts.get(origin, 0) + 1
+    return dict(sorted(counts.items()))

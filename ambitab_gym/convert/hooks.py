@@ -9,6 +9,10 @@ model-based filters are hooks that a user switches on with ``--llm-url URL --mod
   keeps a row when the model fails without the evidence and succeeds with it.
 * :class:`Rewriter` - protocol of the Bird rewriting hook; :class:`LLMRewriter` asks the model
   for an underspecified request, its ambiguities and one SQL per reading.
+* :class:`TermFinder` - protocol of the term fallback; :class:`LLMTermFinder` asks the model for
+  the ambiguous phrase exactly as the request writes it, used only when the annotations give
+  no phrase of the request (the converter accepts the answer only when it occurs in the
+  request and passes :func:`~ambitab_gym.convert.common.term_problem`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from ambitab_gym.convert.common import BuildError
+from ambitab_gym.convert.common import BuildError, find_term, term_problem
 from ambitab_gym.records import CompareRules
 from ambitab_gym.verify.compare import results_match
 
@@ -29,8 +33,10 @@ __all__ = [
     "EvidenceBenefitFilter",
     "LLMClient",
     "LLMRewriter",
+    "LLMTermFinder",
     "Rewriter",
     "RowFilter",
+    "TermFinder",
     "extract_sql",
 ]
 
@@ -282,3 +288,47 @@ class LLMRewriter:
         if not isinstance(data, dict) or not isinstance(data.get("readings"), list):
             return None
         return data
+
+
+@runtime_checkable
+class TermFinder(Protocol):
+    """Finds the ambiguous phrase of a request when the annotations do not give one."""
+
+    def find(self, request: str, hint: str) -> str | None:
+        """The phrase of ``request`` that ``hint`` (an annotation, a hint, a column) is about,
+        exactly as the request writes it, or None."""
+        ...
+
+
+_TERM_INSTRUCTIONS = (
+    "A database request is ambiguous. Below are the request and a note about what is "
+    "ambiguous. Answer with the shortest whole phrase of the request (a noun phrase, a value "
+    "or a modifier) that the note is about, copied exactly from the request, and nothing "
+    "else. Never answer with a function word, an instruction, SQL or a column name that the "
+    "request does not use. If no phrase of the request fits, answer NONE."
+)
+
+
+@dataclass
+class LLMTermFinder:
+    """The term fallback: asks the model for the phrase and keeps it only when it is a phrase
+    of the request (:func:`~ambitab_gym.convert.common.find_term`) and a possible term
+    (:func:`~ambitab_gym.convert.common.term_problem`).
+
+    Example:
+        >>> LLMTermFinder(LLMClient("http://127.0.0.1:9/v1", "m")).client.model
+        'm'
+    """
+
+    client: LLMClient
+
+    def find(self, request: str, hint: str) -> str | None:
+        content = f"{_TERM_INSTRUCTIONS}\n\nRequest: {request}\nNote: {hint}\nPhrase:"
+        reply = self.client.complete([{"role": "user", "content": content}], max_tokens=64)
+        phrase = (
+            (reply or "").strip().splitlines()[0].strip().strip("\"'`").strip() if reply else ""
+        )
+        if not phrase or phrase.upper() == "NONE" or term_problem(phrase) is not None:
+            return None
+        span = find_term(request, phrase)
+        return span.phrase if span is not None else None

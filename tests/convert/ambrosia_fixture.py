@@ -1,10 +1,15 @@
 """A self-written file in Ambrosia's CSV format (Ambrosia's own data cannot be included).
 
-Columns as upstream: ``question, ambig_question, gold_queries, ambig_type, db_file, db_dump,
-is_ambiguous, split``. The databases are fictional. The ``gyms`` dump turns foreign keys on and
-deletes a gym, so its class link vanishes only through ``ON DELETE CASCADE`` (without the
-cascade no class is offered by every gym and the collective reading is empty); the ``hotels``
-dump has a MySQL line that SQLite rejects.
+Columns and values as upstream: ``question, ambig_question, gold_queries, ambig_type, db_file,
+db_dump, is_ambiguous, split`` with ``is_ambiguous`` ``True``/``False``, ``split`` ``test`` or
+``few_shot_examples`` (the official labels), unambiguous rows naming their ambiguous question in
+``ambig_question`` (empty on ambiguous rows). The databases are fictional. The ``gyms`` dump
+turns foreign keys on and deletes a gym, so its class link vanishes only through ``ON DELETE
+CASCADE`` (without the cascade no class is offered by every gym and the collective reading is
+empty); the ``hotels`` dump has a MySQL line that SQLite rejects (skipped and counted); the
+``legacy`` dump is a processed MySQL dump that SQLite rejects entirely (its item is dropped).
+The ``parks`` rows come from a re-split CSV that already carries the loaders' attachment suffix
+" Show them in one table." in ``question`` and ``ambig_question``; the ``hotels`` rows do not.
 """
 
 from __future__ import annotations
@@ -44,7 +49,29 @@ SHOPS_DUMP = """CREATE TABLE shop (name TEXT, customers INTEGER, rating REAL);
 INSERT INTO shop VALUES ('Alpha', 150, 3.5), ('Beta', 40, 4.6), ('Gamma', 220, 4.8), ('Delta', 10, 2.0);
 """
 
+STREAMING_DUMP = """CREATE TABLE streaming_service (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE film (id INTEGER PRIMARY KEY, title TEXT);
+CREATE TABLE offer (service_id INTEGER, film_id INTEGER);
+INSERT INTO streaming_service VALUES (1, 'Flix'), (2, 'Stream+');
+INSERT INTO film VALUES (1, 'Heat'), (2, 'Alien'), (3, 'Up');
+INSERT INTO offer VALUES (1, 1), (1, 2), (2, 1), (2, 3);
+"""
+
+PARKS_DUMP = """CREATE TABLE park (name TEXT, has_cafe INTEGER);
+CREATE TABLE museum (name TEXT, has_cafe INTEGER);
+INSERT INTO park VALUES ('Riverside', 1), ('Oak Hill', 0);
+INSERT INTO museum VALUES ('Modern', 1), ('History', 0);
+"""
+
+LEGACY_DUMP = """SET NAMES utf8mb4;
+CREATE TABLE `shop` (`name` varchar(20)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+LOCK TABLES `shop` WRITE;
+"""
+
 GYMS = "data/scope/gyms/gyms.sqlite"
+STREAMING = "data/scope/streaming/streaming.sqlite"
+PARKS = "data/attachment/parks/parks.sqlite"
+LEGACY = "data/vague/legacy/legacy.sqlite"
 HOTELS = "data/attachment/hotels/hotels.sqlite"
 SHOPS = "data/vague/shops/shops.sqlite"
 
@@ -60,6 +87,18 @@ BOTH_POOL_SQL = (
     "SELECT name FROM hotel WHERE has_pool = 1 UNION SELECT name FROM restaurant WHERE has_pool = 1"
 )
 RESTAURANT_POOL_SQL = "SELECT name FROM hotel UNION SELECT name FROM restaurant WHERE has_pool = 1"
+ALL_SERVICES_SQL = (
+    "SELECT f.title FROM film AS f JOIN offer AS o ON o.film_id = f.id GROUP BY f.id "
+    "HAVING COUNT(DISTINCT o.service_id) = (SELECT COUNT(*) FROM streaming_service)"
+)
+PER_SERVICE_SQL = (
+    "SELECT s.name, f.title FROM streaming_service AS s JOIN offer AS o ON o.service_id = s.id "
+    "JOIN film AS f ON f.id = o.film_id"
+)
+BOTH_CAFE_SQL = (
+    "SELECT name FROM park WHERE has_cafe = 1 UNION SELECT name FROM museum WHERE has_cafe = 1"
+)
+MUSEUM_CAFE_SQL = "SELECT name FROM park UNION SELECT name FROM museum WHERE has_cafe = 1"
 CUSTOMERS_SQL = "SELECT name FROM shop WHERE customers > 100"
 RATING_SQL = "SELECT name FROM shop WHERE rating > 4"
 # two readings that return the same rows: the item is dropped
@@ -80,10 +119,15 @@ def _row(question, gold, kind, db_file, dump, ambiguous, ambig_question="", spli
     }
 
 
+SUFFIX = " Show them in one table."
+
+
 def rows() -> list[dict[str, str]]:
     q_gym = "Which classes does every gym offer?"
+    q_films = "What films does each streaming service offer?"
     q_pool = "List hotels and restaurants with a pool."
-    q_popular = "Which shops are popular?"
+    q_cafe = "List parks and museums with a cafe." + SUFFIX
+    q_popular = "What's the most popular shop? Please list them."
     q_busy = "Which shops are busy?"
     q_big = "Which shops are big?"
     return [
@@ -92,16 +136,27 @@ def rows() -> list[dict[str, str]]:
              GYMS_DUMP, False, q_gym),
         _row("For each gym, which classes does it offer?", [DISTRIBUTIVE_SQL], "scope", GYMS,
              GYMS_DUMP, False, q_gym),
+        _row(q_films, [ALL_SERVICES_SQL, PER_SERVICE_SQL], "scope", STREAMING, STREAMING_DUMP,
+             True),
+        _row("What films are offered by all streaming services?", [ALL_SERVICES_SQL], "scope",
+             STREAMING, STREAMING_DUMP, False, q_films),
+        _row("For each streaming service, what films does it offer?", [PER_SERVICE_SQL], "scope",
+             STREAMING, STREAMING_DUMP, False, q_films),
+        _row(q_cafe, [BOTH_CAFE_SQL, MUSEUM_CAFE_SQL], "attachment", PARKS, PARKS_DUMP, True),
+        _row("List parks with a cafe and museums with a cafe." + SUFFIX, [BOTH_CAFE_SQL],
+             "attachment", PARKS, PARKS_DUMP, False, q_cafe),
+        _row("List all parks, and the museums that have a cafe." + SUFFIX, [MUSEUM_CAFE_SQL],
+             "attachment", PARKS, PARKS_DUMP, False, q_cafe),
         _row(q_pool, [BOTH_POOL_SQL, RESTAURANT_POOL_SQL], "attachment", HOTELS, HOTELS_DUMP, True),
         _row("List hotels with a pool and restaurants with a pool.", [BOTH_POOL_SQL],
              "attachment", HOTELS, HOTELS_DUMP, False, q_pool),
         _row("List all hotels, and the restaurants that have a pool.", [RESTAURANT_POOL_SQL],
              "attachment", HOTELS, HOTELS_DUMP, False, q_pool),
         _row(q_popular, [CUSTOMERS_SQL, RATING_SQL], "vague", SHOPS, SHOPS_DUMP, True),
-        _row("Which shops have more than 100 customers?", [CUSTOMERS_SQL], "vague", SHOPS,
+        _row("Please list the shops that have more than 100 customers.", [CUSTOMERS_SQL], "vague",
+             SHOPS, SHOPS_DUMP, False, q_popular),
+        _row("Please list the shops that have a rating above 4.", [RATING_SQL], "vague", SHOPS,
              SHOPS_DUMP, False, q_popular),
-        _row("Which shops have a rating above 4?", [RATING_SQL], "vague", SHOPS, SHOPS_DUMP,
-             False, q_popular),
         # a reading without its own question row: too few readings remain
         _row(q_busy, [CUSTOMERS_SQL, "SELECT name FROM shop WHERE customers > 5"], "vague",
              SHOPS, SHOPS_DUMP, True),
@@ -113,9 +168,21 @@ def rows() -> list[dict[str, str]]:
              SHOPS_DUMP, False, q_big),
         _row("Which shops are rated above 4.7?", [SAME_B_SQL], "vague", SHOPS, SHOPS_DUMP,
              False, q_big),
-        # a few-shot example: excluded
+        # a processed MySQL dump that SQLite rejects entirely: the item is dropped
+        _row("Which shops are cheap?", ["SELECT name FROM shop", "SELECT name FROM shop LIMIT 1"],
+             "vague", LEGACY, LEGACY_DUMP, True),
+        _row("Which shops cost little?", ["SELECT name FROM shop"], "vague", LEGACY, LEGACY_DUMP,
+             False, "Which shops are cheap?"),
+        _row("Which shops have low prices?", ["SELECT name FROM shop LIMIT 1"], "vague", LEGACY,
+             LEGACY_DUMP, False, "Which shops are cheap?"),
+        # a few-shot example (official label): excluded with its readings
         _row("Which shops does every customer like?", [RATING_SQL, CUSTOMERS_SQL], "scope",
-             SHOPS, SHOPS_DUMP, True, split="few_shot"),
+             SHOPS, SHOPS_DUMP, True, split="few_shot_examples"),
+        _row("Which shops are liked by all customers?", [RATING_SQL], "scope", SHOPS, SHOPS_DUMP,
+             False, "Which shops does every customer like?", split="few_shot_examples"),
+        _row("For each customer, which shops do they like?", [CUSTOMERS_SQL], "scope", SHOPS,
+             SHOPS_DUMP, False, "Which shops does every customer like?",
+             split="few_shot_examples"),
     ]  # fmt: skip
 
 
