@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from ambitab_gym.corpora import Corpus, load_corpus
@@ -51,7 +52,12 @@ from ambitab_gym.oracles import Oracle, deterministic_oracle
 from ambitab_gym.policies.scripted import FullAsker, GenericAsker
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.verify import Verifier
-from ambitab_gym.wrappers.leakage import AdversarialProbe, HybridOracle, SpecificationRandomization
+from ambitab_gym.wrappers.leakage import (
+    AdversarialProbe,
+    HybridOracle,
+    SpecificationRandomization,
+    draw_replacements,
+)
 
 __all__ = ["LeakageConfig", "run_leakage", "stored_leakage_report"]
 
@@ -71,8 +77,9 @@ class LeakageConfig:
         split: a split, or None for every record.
         budget_slack: decisions allowed beyond m (paper: 3).
         limit: only the first ``limit`` records of the split.
-        spec_seed: seed of the replacement map of the specification randomization (one map,
-            reused across the evaluation seeds).
+        spec_seed: seed of the replacement map of the specification randomization: one map,
+            drawn from the whole corpus (every split), stored with the campaign and reused
+            across the evaluation seeds and on resume.
         conditions: which runs of :data:`CONDITIONS` to do (default all).
         llm: LLM server options that identify the model.
     """
@@ -142,6 +149,7 @@ class _Parts:
         self.actual = actual
         self.reference = deterministic_oracle(corpus.manifest.oracle)
         self.solver, self.llm_client = solver, llm_client
+        self.replacements: dict[str, str] = {}  # receiver id -> donor id, set once per campaign
         # One verifier for every env of the campaign: engines and reference results are opened
         # and computed once, not once per condition (the event loop runs verifications one at
         # a time, so sharing is safe).
@@ -164,9 +172,7 @@ class _Parts:
         if oracle == "hybrid":
             env = HybridOracle(env)
         if policy == "asker^Q":
-            env = SpecificationRandomization(
-                env, seed=self.config.spec_seed, pool=self.corpus.split(self.config.split)
-            )
+            env = SpecificationRandomization(env, replacements=self.replacements)
         elif policy == "full^adv":
             env = AdversarialProbe(env)
         return env
@@ -181,12 +187,19 @@ class _Parts:
         return env.wrap_asker(asker) if policy == "asker^Q" else asker
 
 
-def _replacements(parts: _Parts) -> dict[str, str]:
-    env = parts.env("spec:hybrid")
-    try:
-        return env.donors
-    finally:
-        env.close()
+def _replacements(
+    config: LeakageConfig, corpus: Corpus, records: list[TaskRecord], store: ResultsStore
+) -> dict[str, str]:
+    """The campaign's replacement map: the stored one when resuming, else drawn once.
+
+    Q_x (paper A.4) is uniform over the corpus's records, every split, whose database differs;
+    one donor per replacement group, from ``spec_seed``.
+    """
+    stored = store.campaign(config.campaign_id)
+    if stored is not None and stored["config"].get("replacements"):
+        return dict(stored["config"]["replacements"])
+    donors = draw_replacements(records, corpus.records, np.random.default_rng(config.spec_seed))
+    return {rid: donor.id for rid, donor in donors.items()}
 
 
 def _links(corpus: Corpus, donors: dict[str, str]) -> list[tuple[str, str]]:
@@ -284,7 +297,7 @@ def run_leakage(
         _known("oracle", config.oracle, ["deterministic", "llm", *LEAKY_ORACLES])
         actual = make_oracle(config.oracle, corpus, llm_client=llm_client, **(oracle_options or {}))
         parts = _Parts(config, corpus, records, actual, solver, llm_client)
-        donors = _replacements(parts)
+        donors = parts.replacements = _replacements(config, corpus, records, store)
         campaign_id = config.campaign_id
         store.add_campaign(
             campaign_id,
