@@ -39,6 +39,7 @@ __all__ = [
     "parse_action",
     "parse_sql_action",
     "read_sql_action",
+    "repair_text",
 ]
 
 #: The stop sentinel: ends the asking phase.
@@ -84,8 +85,15 @@ class ParsedAction:
     raw: str = ""
 
 
-def _clean(text: str) -> tuple[str, str]:
-    """Lone surrogates and NUL characters become U+FFFD; returns the text and a note."""
+def repair_text(text: str) -> tuple[str, str]:
+    """Text storable as UTF-8: lone surrogates and NUL characters become U+FFFD (a valid
+    surrogate pair becomes its character). Returns the text and a note (empty when unchanged).
+
+    >>> repair_text("ok")
+    ('ok', '')
+    >>> repair_text("a" + chr(0xD800) + "b" + chr(0))
+    ('a\ufffdb\ufffd', 'invalid Unicode (lone surrogates) replaced by U+FFFD; NUL characters replaced by U+FFFD')
+    """
     notes = []
     try:
         text.encode("utf-8")
@@ -167,12 +175,12 @@ def _question(text: str, form: Form, note: str, raw: str) -> ParsedAction:
     if len(text) > MAX_QUESTION_CHARS:
         text = bounded_text(text, MAX_QUESTION_CHARS)
         note = _join(note, f"question cut to {MAX_QUESTION_CHARS:,} characters")
-    text, cleaned = _clean(text)
+    text, cleaned = repair_text(text)
     return ParsedAction("question", text, form, _join(note, cleaned), raw)
 
 
 def _raw(text: str) -> str:
-    return _clean(bounded_text(text, MAX_QUESTION_CHARS))[0]
+    return repair_text(bounded_text(text, MAX_QUESTION_CHARS))[0]
 
 
 def _parse_question(action: Any) -> ParsedAction:
@@ -247,7 +255,7 @@ def _read_sql(action: Any) -> ParsedAction:
             form = "json"
         elif isinstance(action, Mapping):
             note = _join(note, "a mapping without 'output': no SQL")
-    text, cleaned = _clean(text)
+    text, cleaned = repair_text(text)
     note = _join(note, cleaned)
     if note and form == "sql":
         form = "unreadable"

@@ -141,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if summary.errors:
         print("errors: " + ", ".join(f"{k}: {v}" for k, v in sorted(summary.errors.items())))
+    for condition, reasons in summary.verdict_reasons.items():
+        counts = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
+        print(f"verdict reasons ({condition}): {counts}")
     if args.json:
         print(json.dumps(summary.to_json()))
     return 0

@@ -31,6 +31,7 @@ from ambitab_gym.evaluation.components import make_asker, make_oracle, make_solv
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import Summary, episode_metrics, summarize
 from ambitab_gym.records import TaskRecord
+from ambitab_gym.verify.base import Limits
 
 __all__ = ["CampaignConfig", "episode_seed", "play_episode", "run_campaign"]
 
@@ -51,6 +52,9 @@ class CampaignConfig:
         budget_slack: decisions allowed beyond m (paper: 3).
         limit: run only the first ``limit`` records of the split.
         llm: LLM server options that identify the model (url, model, sampling).
+        limits: verifier limits for the submitted SQL, as keyword arguments of
+            :class:`~ambitab_gym.verify.Limits` (e.g. ``{"timeout_s": 2.0}``); None for the
+            defaults. Part of the campaign id only when given, so earlier ids stay valid.
 
     >>> a = CampaignConfig("AmbiTab-Bird-v0", asker="generic", seeds=(0, 1))
     >>> a.campaign_id == CampaignConfig("AmbiTab-Bird-v0", asker="generic", seeds=(0, 1)).campaign_id
@@ -69,6 +73,7 @@ class CampaignConfig:
     budget_slack: int = 3
     limit: int | None = None
     llm: dict = field(default_factory=dict)
+    limits: dict | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.conditions) - {"none", "asker", "full"}
@@ -76,11 +81,27 @@ class CampaignConfig:
             raise ValueError(f"unknown conditions {sorted(unknown)}; use none, asker, full")
         if not self.seeds:
             raise ValueError("a campaign needs at least one seed")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be a positive number of records, not {self.limit}")
+        if self.limits is not None:
+            self.verifier_limits()  # fail here, not in the middle of a campaign
+
+    def verifier_limits(self) -> Limits | None:
+        """The :class:`~ambitab_gym.verify.Limits` of :attr:`limits` (None: the defaults)."""
+        if self.limits is None:
+            return None
+        try:
+            return Limits(**self.limits)
+        except TypeError as error:
+            raise ValueError(f"invalid verifier limits {self.limits!r}: {error}") from None
 
     @property
     def campaign_id(self) -> str:
         """A stable id: the hash of the configuration."""
-        payload = json.dumps(asdict(self), sort_keys=True, default=list)
+        data = asdict(self)
+        if data["limits"] is None:
+            del data["limits"]  # ids of campaigns from before the field existed stay the same
+        payload = json.dumps(data, sort_keys=True, default=list)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -101,9 +122,7 @@ async def _call(method: Callable, *args: Any) -> Any:
     return result
 
 
-async def play_episode(
-    env: AmbiTabEnv, asker: Any, record: TaskRecord, *, seed: int
-) -> dict:
+async def play_episode(env: AmbiTabEnv, asker: Any, record: TaskRecord, *, seed: int) -> dict:
     """Run one episode; returns its row (without the campaign fields).
 
     A failure of the asker or the oracle (an LLM server fault, say) ends the episode as a
@@ -130,6 +149,7 @@ async def play_episode(
     trajectory = env.trajectory
     assert trajectory is not None
     error = error or trajectory.error
+    verdict = trajectory.verdict
     metrics = episode_metrics(trajectory, record)
     if error is not None:
         metrics["success"] = 0.0
@@ -142,7 +162,9 @@ async def play_episode(
         "n_questions": trajectory.n_questions,
         **metrics,
         "stop_reason": trajectory.stop_reason,
-        "verdict_reason": trajectory.verdict.reason if trajectory.verdict else None,
+        # a failed Verdict is falsy: test for None, or every failure loses its reason
+        "verdict_reason": None if verdict is None else verdict.reason,
+        "verdict_detail": None if verdict is None else verdict.detail,
         "error": error,
         "sql": trajectory.sql,
         "dialogue": [
@@ -267,6 +289,7 @@ def run_campaign(
                     solver=solver,
                     budget_slack=config.budget_slack,
                     zero_ambiguity="skip",
+                    limits=config.verifier_limits(),
                 )
 
             asyncio.run(

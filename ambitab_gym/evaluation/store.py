@@ -1,7 +1,16 @@
 """The results store: every campaign and episode in one DuckDB file.
 
 * :class:`ResultsStore` - campaigns (their config) and episodes (dialogue, credits, stop reason,
-  SQL, verdict, timings, seed, record id), keyed so that a rerun never duplicates an episode.
+  SQL, verdict reason and detail, timings, seed, record id), keyed so that a rerun never
+  duplicates an episode.
+
+Every verdict keeps its reason (``match``, ``mismatch``, ``no_sql``, ``timeout``, ``rejected``,
+``syntax``, ``runtime``, ``too_many_rows``, ``too_large``, ``engine``, ``reference_error``,
+``unsupported``) and its detail. Agent-controlled text is bounded before it is stored: the
+verdict detail and the error to :data:`~ambitab_gym.verify.base.MAX_MESSAGE_CHARS` characters,
+the SQL to :data:`MAX_STORED_SQL_CHARS`; text that is not valid Unicode (lone surrogates) is
+repaired with U+FFFD. Results files written before the ``verdict_detail`` column existed open
+as they are (the column is added, empty for their episodes).
 
 Episodes are written in small batches (``flush_every`` episodes or ``flush_seconds``), each batch
 one transaction: an interrupted campaign keeps every flushed episode, and resuming re-runs only
@@ -18,7 +27,22 @@ from typing import Any
 
 import duckdb
 
-__all__ = ["EPISODE_COLUMNS", "ResultsStore"]
+from ambitab_gym.actions import repair_text
+from ambitab_gym.verify.base import MAX_MESSAGE_CHARS, bounded_text
+
+__all__ = ["EPISODE_COLUMNS", "MAX_STORED_SQL_CHARS", "ResultsStore"]
+
+#: Stored SQL is cut to this many characters (the verifier refuses longer SQL by default).
+MAX_STORED_SQL_CHARS = 100_000
+
+# agent- or model-controlled text columns and their bound
+_BOUNDS = {
+    "verdict_reason": 100,
+    "verdict_detail": MAX_MESSAGE_CHARS,
+    "stop_reason": 100,
+    "error": MAX_MESSAGE_CHARS,
+    "sql": MAX_STORED_SQL_CHARS,
+}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS campaigns (
@@ -44,6 +68,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     success DOUBLE,
     stop_reason VARCHAR,
     verdict_reason VARCHAR,
+    verdict_detail VARCHAR,
     error VARCHAR,
     sql VARCHAR,
     dialogue JSON,
@@ -53,6 +78,9 @@ CREATE TABLE IF NOT EXISTS episodes (
     PRIMARY KEY (campaign_id, condition, seed, record_id)
 );
 """
+
+# columns added after the first release: older results files get them on open
+_ADDED_COLUMNS = ("ALTER TABLE episodes ADD COLUMN IF NOT EXISTS verdict_detail VARCHAR;",)
 
 EPISODE_COLUMNS = (
     "campaign_id",
@@ -69,6 +97,7 @@ EPISODE_COLUMNS = (
     "success",
     "stop_reason",
     "verdict_reason",
+    "verdict_detail",
     "error",
     "sql",
     "dialogue",
@@ -107,6 +136,8 @@ class ResultsStore:
                 f"cannot open results file {self.path}: {error}. Is another campaign writing it?"
             ) from None
         self._db.execute(_SCHEMA)
+        for statement in _ADDED_COLUMNS:
+            self._db.execute(statement)
         self.flush_every = flush_every
         self.flush_seconds = flush_seconds
         self._buffer: list[tuple] = []
@@ -186,7 +217,8 @@ class ResultsStore:
         ]
 
     def add_episode(self, row: Mapping[str, Any]) -> None:
-        """Buffer one episode; flushed in batches."""
+        """Buffer one episode; flushed in batches. Agent-controlled text is bounded and
+        repaired (see the module docstring)."""
         values = []
         for column in EPISODE_COLUMNS:
             value = row.get(column)
@@ -196,6 +228,10 @@ class ResultsStore:
                 and not isinstance(value, str)
             ):
                 value = json.dumps(value, ensure_ascii=False)
+            if isinstance(value, str):
+                if column in _BOUNDS:
+                    value = bounded_text(value, _BOUNDS[column])
+                value = repair_text(value)[0]
             values.append(value)
         self._buffer.append(tuple(values))
         if (
@@ -269,4 +305,3 @@ class ResultsStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

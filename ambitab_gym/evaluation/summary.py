@@ -1,12 +1,15 @@
 """From stored episodes to the numbers of paper Table 8 (Definition 2-3, C.3).
 
-* :func:`episode_metrics` - p, r, F1 and success of one finished trajectory.
-* :func:`summarize` - per seed: SR per condition, macro precision / recall / F1 of the asker,
-  asking gain and signed gap; then mean and sample SD over seeds.
+* :func:`episode_metrics` - p, r, F1 and success of one finished trajectory (the row form of
+  :func:`ambitab_gym.metrics.score_episode`).
+* :func:`summarize_campaign` - per seed: SR per condition, macro precision / recall / F1 of the
+  asker (:func:`ambitab_gym.metrics.macro_means`), asking gain and signed gap; then mean and
+  sample SD over seeds; fallback stops counted.
 * :func:`format_table` - the summary as an aligned text table.
 
 Populations (C.3): precision over episodes with n >= 1, recall and F1 over episodes with
-|Amb| >= 1, SR over all episodes. Gains and gaps are computed within each seed before averaging.
+|Amb| >= 1 that did not end in a fallback stop, SR over all episodes. Gains and gaps are
+computed within each seed before averaging.
 """
 
 from __future__ import annotations
@@ -15,25 +18,28 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ambitab_gym.metrics import episode_precision, episode_recall, question_f1
+from ambitab_gym.metrics import macro_means, score_episode
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.trajectory import Trajectory
 
-__all__ = ["Stat", "Summary", "episode_metrics", "format_table", "summarize"]
+__all__ = ["Stat", "Summary", "episode_metrics", "format_table", "summarize_campaign"]
 
 CONDITIONS = ("none", "asker", "full")
 
+#: The verdict-reason key of episodes stored without a verdict: asking ended in an error before
+#: verification, an ask-only run, or a results file written before failure reasons were stored.
+UNRECORDED = "unrecorded"
+
 
 def episode_metrics(trajectory: Trajectory, record: TaskRecord) -> dict[str, float | None]:
-    """``precision`` (None when n = 0), ``recall`` and ``f1`` (None when |Amb| = 0), ``success``."""
-    amb = frozenset(a.id for a in record.counted_ambiguities)
-    credits = trajectory.credits
-    verdict = trajectory.verdict
+    """``precision`` (None when n = 0), ``recall`` and ``f1`` (None when |Amb| = 0 or after a
+    fallback stop), ``success`` (0 when nothing was verified: the episode failed)."""
+    score = score_episode(trajectory, record)
     return {
-        "precision": episode_precision(credits, amb),
-        "recall": episode_recall(credits, amb),
-        "f1": question_f1(credits, amb) if amb else None,
-        "success": float(bool(verdict and verdict.success)),
+        "precision": score.precision,
+        "recall": score.recall,
+        "f1": score.f1,
+        "success": 0.0 if score.success is None else score.success,
     }
 
 
@@ -60,9 +66,9 @@ class Stat:
 
 @dataclass(frozen=True)
 class Summary:
-    """Campaign figures: each a :class:`Stat` over seeds (see :func:`summarize`).
+    """Campaign figures: each a :class:`Stat` over seeds (see :func:`summarize_campaign`).
 
-    >>> s = summarize([{"condition": "none", "seed": 0, "success": 1.0, "precision": None,
+    >>> s = summarize_campaign([{"condition": "none", "seed": 0, "success": 1.0, "precision": None,
     ...                 "recall": None, "f1": None, "error": None}])
     >>> s.to_json()["sr_none"], s.episodes
     (1.0, 1)
@@ -76,6 +82,10 @@ class Summary:
     gap: Stat
     episodes: int
     errors: dict[str, int] = field(default_factory=dict)
+    #: episodes (every condition) whose asking ended in a fallback stop: out of recall and F1
+    fallback_stops: int = 0
+    #: condition -> verdict reason -> episodes (``unrecorded``: no verdict was stored)
+    verdict_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         """The ``--json`` object: rates in [0, 1] (means over seeds), SDs and counts."""
@@ -94,6 +104,8 @@ class Summary:
             "gap": mean(self.gap),
             "episodes": self.episodes,
             "errors": dict(self.errors),
+            "fallback_stops": self.fallback_stops,
+            "verdict_reasons": {c: dict(r) for c, r in self.verdict_reasons.items()},
         }
         out["sd"] = {
             "sr_none": self.sr.get("none", Stat(None, None)).sd,
@@ -107,12 +119,12 @@ class Summary:
 
 
 def _macro(rows: list[Mapping], key: str) -> float | None:
-    values = [r[key] for r in rows if r[key] is not None]
-    return statistics.fmean(values) if values else None
+    return macro_means(rows)[key] if rows else None
 
 
-def summarize(rows: Iterable[Mapping]) -> Summary:
-    """Aggregate episode rows (dicts with condition, seed, success, precision, recall, f1, error).
+def summarize_campaign(rows: Iterable[Mapping]) -> Summary:
+    """Aggregate episode rows (dicts with condition, seed, success, precision, recall, f1, error,
+    stop_reason); each figure is :func:`~ambitab_gym.metrics.macro_means` within a seed.
 
     Example:
         >>> rows = [
@@ -122,7 +134,7 @@ def summarize(rows: Iterable[Mapping]) -> Summary:
         ...      "recall": 1.0, "f1": 2 / 3, "error": None},
         ...     {"condition": "full", "seed": 0, "success": 1.0, "precision": 1.0,
         ...      "recall": 1.0, "f1": 1.0, "error": None}]
-        >>> s = summarize(rows)
+        >>> s = summarize_campaign(rows)
         >>> s.sr["asker"].mean, s.precision.mean, s.gain.mean, s.gap.mean
         (1.0, 0.5, 1.0, 0.0)
     """
@@ -130,10 +142,14 @@ def summarize(rows: Iterable[Mapping]) -> Summary:
     seeds = sorted({r["seed"] for r in rows})
     by = {(c, s): [] for c in CONDITIONS for s in seeds}
     errors: dict[str, int] = {}
+    reasons: dict[str, dict[str, int]] = {}
     for row in rows:
         by.setdefault((row["condition"], row["seed"]), []).append(row)
         if row.get("error"):
             errors[row["error"]] = errors.get(row["error"], 0) + 1
+        counts = reasons.setdefault(row["condition"], {})
+        reason = row.get("verdict_reason") or UNRECORDED
+        counts[reason] = counts.get(reason, 0) + 1
     sr = {}
     for condition in CONDITIONS:
         sr[condition] = Stat.of(
@@ -156,6 +172,8 @@ def summarize(rows: Iterable[Mapping]) -> Summary:
         gap=Stat.of(gaps),
         episodes=len(rows),
         errors=errors,
+        fallback_stops=sum(1 for r in rows if r.get("stop_reason") == "fallback"),
+        verdict_reasons={c: dict(sorted(r.items())) for c, r in sorted(reasons.items())},
     )
 
 
@@ -166,7 +184,8 @@ def _cell(stat: Stat) -> str:
 
 
 def format_table(summaries: Mapping[str, Summary]) -> str:
-    """An aligned table with the columns of paper Table 8 (percent, mean ± SD over seeds)."""
+    """An aligned table with the columns of paper Table 8 (percent, mean ± SD over seeds), and
+    the number of fallback-stop episodes (left out of recall and F1)."""
     header = [
         "Corpus",
         "SR none",
@@ -177,6 +196,7 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
         "F1",
         "Gain",
         "Gap",
+        "Fallback",
     ]
     lines = [header]
     for name, s in summaries.items():
@@ -191,6 +211,7 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
                 _cell(s.f1),
                 _cell(s.gain),
                 _cell(s.gap),
+                str(s.fallback_stops),
             ]
         )
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
@@ -205,3 +226,7 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+#: The former name of :func:`summarize_campaign` (kept for existing callers).
+summarize = summarize_campaign
