@@ -32,18 +32,25 @@ from ambitab_gym.convert.common import (
     Conversion,
     Drop,
     Item,
+    TermChoice,
     Workspace,
+    common_phrase,
     compare_for,
+    extend_phrase,
+    find_phrase,
+    find_term,
     malformed,
     progress,
     seeded_rng,
     sha256_file,
+    term_problem,
+    words_match,
 )
 from ambitab_gym.records import TaskRecord, parse_record
 from ambitab_gym.verify.base import QueryError
 from ambitab_gym.verify.compare import results_match
 
-__all__ = ["SPLIT_NAMES", "column_term", "convert", "rebuild_database"]
+__all__ = ["SPLIT_NAMES", "column_term", "convert", "quote_identifier", "rebuild_database"]
 
 #: AmbiQT file stem -> AmbiTab split
 SPLIT_NAMES = {"train": "train", "validation": "dev", "dev": "dev", "test": "test"}
@@ -156,6 +163,32 @@ def _actual_names(
     return None
 
 
+def _collision(
+    database: Path, table: str, synonyms: tuple[str, str], queries: list[str]
+) -> str | None:
+    """Why a synonym clashes with a column of another table the queries use, or None."""
+    used = {
+        t.lower()
+        for sql in queries
+        for t in re.findall(r'\b(?:from|join)\s+"?([A-Za-z_][\w]*)', sql, re.IGNORECASE)
+    }
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        tables = [
+            r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        for other in tables:
+            if other.lower() == table.lower() or other.lower() not in used:
+                continue
+            columns = {r[1].lower() for r in connection.execute(f"PRAGMA table_info({_q(other)})")}
+            for synonym in synonyms:
+                if synonym.lower() in columns:
+                    return f"{synonym} is also a column of {other}, which the queries use"
+    finally:
+        connection.close()
+    return None
+
+
 def rebuild_database(
     source: Path,
     target: Path,
@@ -230,52 +263,246 @@ def rebuild_database(
     os.replace(tmp, target)
 
 
-def column_term(question: str, column: str, natural: str | None = None) -> tuple[str, list[str]]:
-    """The phrase of the question that names a column, and further names for it.
+def _name_words(name: str) -> list[str]:
+    """Words of a column or table name: underscores, spaces and camel case split."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name.replace("_", " "))
+    return [w for w in spaced.split() if w]
 
-    Looks for the column's natural name (Spider's ``column_names``) or the column name with
-    underscores as spaces, then for their longest runs of words (plurals allowed); the term
-    is the text as the question writes it. Falls back to the natural name.
+
+def column_term(
+    question: str,
+    column: str,
+    natural: str | None = None,
+    *,
+    table: str = "",
+    synonyms: tuple[str, ...] = (),
+) -> TermChoice | None:
+    """The phrase of the question that names the ambiguous column, further names, and how.
+
+    In order: a name of the column (Spider's natural name, the column name split into words)
+    as the question writes it, plurals and shared stems allowed, widened to the following
+    words of its phrase after a stem match (``column_name``); a tail of such a name holding
+    its head word - "names" for "document name", never the table noun "documents"
+    (``column_name``); one of AmbiQT's synonyms or its tail (``synonym``); the table's noun the
+    column belongs to when the question never names the column (``table_noun``). Phrases
+    starting or ending with a function word ("level of") never count. None when nothing fits.
+    The column's names that the question does not use become aliases.
 
     >>> column_term("How old is each singer? Show the age.", "Age", "age")
-    ('age', [])
+    TermChoice(term='age', aliases=(), origin='column_name')
     >>> column_term("Show the release years of songs.", "Song_release_year", "song release year")
-    ('release years', ['song release year', 'Song_release_year'])
-    >>> column_term("How many distinct countries?", "Country", "country")[0]
-    'countries'
-
+    TermChoice(term='release years', aliases=('song release year', 'Song_release_year'), origin='column_name')
+    >>> column_term("What are the names of the documents?", "Document_Name", "document name",
+    ...             table="Documents").term
+    'names'
+    >>> column_term("What are the create dates of all votes?", "created", "created").term
+    'create dates'
+    >>> column_term("List the gender of students.", "Sex", "sex", synonyms=("gender", "biological_sex"))
+    TermChoice(term='gender', aliases=('sex',), origin='synonym')
+    >>> column_term("For each stadium, how many concerts play there?", "Name", "name",
+    ...             table="stadium").origin
+    'table_noun'
+    >>> column_term("How many are there?", "Name", "name", table="stadium") is None
+    True
     """
-    spaced = column.replace("_", " ").strip()
-    candidates: list[str] = []
-    for name in (natural or "", spaced, column):
-        if name and name.lower() not in {c.lower() for c in candidates}:
-            candidates.append(name)
-    phrases: list[tuple[int, int, str]] = []
-    for name in candidates[:2]:
-        words = [w for w in re.split(r"[\s_]+", name) if w]
-        for size in range(len(words), 0, -1):
-            for start in range(len(words) - size + 1):
-                phrase = " ".join(words[start : start + size])
-                if size == 1 and len(phrase) < 3:
-                    continue
-                phrases.append((-size, -len(phrase), phrase))
-    term = None
-    for _, _, phrase in sorted(set(phrases)):
-        words = [re.escape(w) for w in phrase.split()]
-        last = phrase.split()[-1]
-        if len(last) > 3 and last.lower().endswith("y"):
-            words[-1] = re.escape(last[:-1]) + r"(?:y|ies)"
-        else:
-            words[-1] += r"(?:e?s)?"
-        pattern = r"(?<!\w)" + r"[\s_]+".join(words) + r"(?!\w)"
-        found = re.search(pattern, question, re.IGNORECASE)
-        if found:
-            term = found.group(0).lower()
-            break
-    if term is None:
-        term = candidates[0] if candidates else column
-    aliases = [c for c in candidates if c.lower() != term.lower()]
-    return term, aliases
+    names: list[str] = []
+    for name in (natural or "", " ".join(_name_words(column))):
+        if name.strip() and name.lower() not in {n.lower() for n in names}:
+            names.append(name)
+    own_words = [w for name in names for w in _name_words(name)]
+    table_words = {
+        w.lower() for w in _name_words(table) if not any(words_match(w, own) for own in own_words)
+    }
+
+    def tails(name: str) -> list[str]:
+        words = _name_words(name)
+        return [" ".join(words[i:]) for i in range(len(words))]
+
+    def accept(span, origin: str, widen: bool = False) -> TermChoice | None:
+        if span is None:
+            return None
+        if widen:
+            span = extend_phrase(question, span, left=False)
+        if term_problem(span.phrase) is not None:
+            return None
+        if origin != "table_noun" and all(
+            any(words_match(w, t) for t in table_words) for w in span.phrase.split()
+        ):
+            return None
+        aliases: dict[str, str] = {}
+        for n in (*names, column):
+            if (
+                term_problem(n) is None
+                and n.lower() != span.phrase.lower()
+                and find_term(question, n) is None
+            ):
+                aliases.setdefault(n.lower(), n)
+        return TermChoice(span.phrase, tuple(aliases.values()), origin)
+
+    steps: list[tuple[str, str, bool]] = []
+    for name in names:
+        steps.append((name, "column_name", False))
+    for name in names:
+        steps.append((name, "column_name", True))
+    for name in names:
+        steps += [(tail, "column_name", True) for tail in tails(name)[1:]]
+    for synonym in synonyms:
+        steps += [(tail, "synonym", True) for tail in tails(synonym)]
+    for stem in (False, True):
+        for phrase, origin, widen in steps:
+            if widen != stem and not (widen and stem):
+                continue
+            found = accept(find_phrase(question, phrase, stem=stem), origin, widen=stem)
+            if found is not None:
+                return found
+    for name in names:  # any other run of a name's words ("net worth" of "net worth millions")
+        span = common_phrase(question, name, stem=True, exclude=table_words)
+        found = accept(span, "column_name", widen=True)
+        if found is not None:
+            return found
+    for name in (" ".join(_name_words(table)), *_name_words(table)[::-1]):
+        found = accept(find_phrase(question, name, stem=True), "table_noun")
+        if found is not None:
+            return found
+    return None
+
+
+def quote_identifier(sql: str, name: str) -> str:
+    """The SQL with every use of a column name quoted where the bare name would not parse
+    (a hyphen, a space, a leading digit or an SQL keyword); string literals are left alone.
+
+    >>> print(quote_identifier("SELECT e-mail FROM t WHERE T1.e-mail = 'e-mail'", "e-mail"))
+    SELECT "e-mail" FROM t WHERE T1."e-mail" = 'e-mail'
+    >>> quote_identifier("SELECT order FROM t ORDER BY order", "order")
+    'SELECT "order" FROM t ORDER BY "order"'
+    >>> quote_identifier("SELECT age FROM t", "age")
+    'SELECT age FROM t'
+    """
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name.upper() not in _KEYWORDS
+    if plain:
+        return sql
+    words = [re.escape(w) for w in name.split()]
+    pattern = re.compile(r'(?<![\w"])' + r"\s+".join(words) + r'(?![\w"])', re.IGNORECASE)
+    keyword = name.upper() in _KEYWORDS
+    parts = re.split(r"('(?:[^']|'')*')", sql)
+    out = []
+    for index, part in enumerate(parts):
+        if index % 2:
+            out.append(part)
+            continue
+
+        def replace(found: re.Match[str], _part: str = part) -> str:
+            if keyword:
+                after = _part[found.end() :].lstrip().upper()
+                if after.startswith("BY") and found.group(0).upper() in {"ORDER", "GROUP"}:
+                    return found.group(0)
+            return _q(name)
+
+        out.append(pattern.sub(replace, part))
+    return "".join(out)
+
+
+_KEYWORDS = frozenset(
+    [
+        "ABORT",
+        "ACTION",
+        "ADD",
+        "AFTER",
+        "ALL",
+        "ALTER",
+        "ANALYZE",
+        "AND",
+        "AS",
+        "ASC",
+        "ATTACH",
+        "BEFORE",
+        "BEGIN",
+        "BETWEEN",
+        "BY",
+        "CASCADE",
+        "CASE",
+        "CAST",
+        "CHECK",
+        "COLLATE",
+        "COLUMN",
+        "COMMIT",
+        "CONFLICT",
+        "CONSTRAINT",
+        "CREATE",
+        "CROSS",
+        "CURRENT_DATE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "DATABASE",
+        "DEFAULT",
+        "DEFERRABLE",
+        "DEFERRED",
+        "DELETE",
+        "DESC",
+        "DETACH",
+        "DISTINCT",
+        "DROP",
+        "EACH",
+        "ELSE",
+        "END",
+        "ESCAPE",
+        "EXCEPT",
+        "EXCLUSIVE",
+        "EXISTS",
+        "EXPLAIN",
+        "FOR",
+        "FOREIGN",
+        "FROM",
+        "FULL",
+        "GLOB",
+        "GROUP",
+        "HAVING",
+        "IF",
+        "IN",
+        "INDEX",
+        "INNER",
+        "INSERT",
+        "INTERSECT",
+        "INTO",
+        "IS",
+        "ISNULL",
+        "JOIN",
+        "KEY",
+        "LEFT",
+        "LIKE",
+        "LIMIT",
+        "MATCH",
+        "NATURAL",
+        "NOT",
+        "NOTNULL",
+        "NULL",
+        "OF",
+        "OFFSET",
+        "ON",
+        "OR",
+        "ORDER",
+        "OUTER",
+        "PRIMARY",
+        "REFERENCES",
+        "RIGHT",
+        "ROLLBACK",
+        "SELECT",
+        "SET",
+        "TABLE",
+        "THEN",
+        "TO",
+        "TRANSACTION",
+        "UNION",
+        "UNIQUE",
+        "UPDATE",
+        "USING",
+        "VALUES",
+        "VIEW",
+        "WHEN",
+        "WHERE",
+        "WITH",
+    ]
+)
 
 
 def _record(
@@ -288,8 +515,7 @@ def _record(
     table: str,
     column: str,
     synonym: str,
-    term: str,
-    aliases: list[str],
+    choice: TermChoice,
     sql: str,
     copied: str,
     synonyms: tuple[str, str],
@@ -306,8 +532,8 @@ def _record(
             "ambiguities": [
                 {
                     "id": f"column_{column.lower()}",
-                    "term": term,
-                    "aliases": aliases,
+                    "term": choice.term,
+                    "aliases": list(choice.aliases),
                     "kind": "critical",
                     "resolution": f"the {synonym} column of the {table} table",
                     "response": f"I mean the {synonym} column of the {table} table.",
@@ -331,6 +557,7 @@ def _record(
                 "column": column,
                 "synonyms": list(synonyms),
                 "copied_column": copied,
+                "term_origin": {f"column_{column.lower()}": choice.origin},
             },
         }
     )
@@ -362,6 +589,11 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     for path in files:
         conversion.inputs[_relative(path, base)] = sha256_file(path)
     variants: dict[str, str] = {}  # database name -> variant description
+    finder = None
+    if options.llm_url:
+        from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
+
+        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
     for path in files:
         split = SPLIT_NAMES[path.stem]
         rows = json.loads(path.read_text("utf-8"))
@@ -372,7 +604,17 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             key = f"{label}#{index}"
             try:
                 item = _convert_item(
-                    row, key, split, index, label, options, workspace, db_root, spider, variants
+                    row,
+                    key,
+                    split,
+                    index,
+                    label,
+                    options,
+                    workspace,
+                    db_root,
+                    spider,
+                    variants,
+                    finder,
                 )
             except MALFORMED as error:
                 item = malformed(key, error)
@@ -402,6 +644,7 @@ def _convert_item(
     db_root: Path,
     spider: dict[str, dict],
     variants: dict[str, str],
+    finder=None,
 ) -> Item | Drop:
     extra = row.get("extra_map") or {}
     changes = [(t, c, s) for t, m in extra.items() for c, s in m.items()]
@@ -423,6 +666,14 @@ def _convert_item(
         set(existing) - {actual_column.lower()}
     ):
         return Drop(key, "synonym_collides", f"{syn1}/{syn2} clash with columns of {actual_table}")
+    queries = []
+    for sql in (row["query1"], row["query2"]):
+        for synonym in (syn1, syn2):
+            sql = quote_identifier(sql, synonym)
+        queries.append(sql)
+    clash = _collision(source_db, actual_table, (syn1, syn2), queries)
+    if clash:
+        return Drop(key, "synonym_collides", clash)
     if _protected(source_db, actual_table, actual_column, spider.get(db_id)):
         return Drop(key, "protected_key_column", f"{actual_table}.{actual_column} is a key column")
     identity = "|".join([db_id, row["question"], row["query1"], row["query2"]])
@@ -446,28 +697,43 @@ def _convert_item(
         workspace.add_built(database, build)
         variants[database] = variant
     results = []
-    for sql in (row["query1"], row["query2"]):
+    for sql in queries:
         try:
             results.append(workspace.execute(database, sql))
         except QueryError as error:
+            if "ambiguous column name" in error.message.lower():
+                return Drop(key, "synonym_collides", error.message[:300])
             return Drop(key, "reading_failed", error.message[:300])
         except sqlite3.Error as error:
             return Drop(key, "rebuild_failed", str(error)[:300])
-    rules = compare_for(row["query1"])
+    rules = compare_for(queries[0])
     if results_match(results[0], results[1], rules):
         return Drop(key, "equal_results", "both readings return the same result")
     natural = None
     entry = spider.get(db_id)
+    table_natural = actual_table
     if entry:
         tables = [t.lower() for t in entry["table_names_original"]]
         if actual_table.lower() in tables:
             t_index = tables.index(actual_table.lower())
+            table_natural = entry.get("table_names", entry["table_names_original"])[t_index]
             for (t, c), (_, n) in zip(
                 entry["column_names_original"], entry["column_names"], strict=False
             ):
                 if t == t_index and c.lower() == actual_column.lower():
                     natural = n
-    term, aliases = column_term(row["question"], actual_column, natural)
+    question = str(row["question"]).strip()
+    choice = column_term(
+        question, actual_column, natural, table=table_natural, synonyms=(syn1, syn2)
+    )
+    if choice is None and finder is not None:
+        found = finder.find(question, f"the {natural or actual_column} column of {table_natural}")
+        if found and term_problem(found) is None and find_term(question, found) is not None:
+            choice = TermChoice(found, (natural or actual_column,), "llm")
+    if choice is None:
+        return Drop(
+            key, "no_term_in_request", f"the question never names {actual_table}.{actual_column}"
+        )
     avt_id = f"ambiqt-{split}-{index:05d}"
     records = [
         _record(
@@ -479,14 +745,13 @@ def _convert_item(
             table=actual_table,
             column=actual_column,
             synonym=synonym,
-            term=term,
-            aliases=aliases,
+            choice=choice,
             sql=sql,
             copied=copied,
             synonyms=(syn1, syn2),
             source_file=label,
             index=index,
         )
-        for n, (synonym, sql) in enumerate(((syn1, row["query1"]), (syn2, row["query2"])), start=1)
+        for n, (synonym, sql) in enumerate(((syn1, queries[0]), (syn2, queries[1])), start=1)
     ]
     return Item(key, records, min_records=2)
