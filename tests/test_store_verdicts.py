@@ -37,6 +37,8 @@ TASKS = {
     "empty": ("", "no_sql"),
     # the verifier's detail echoes the submitted SQL: a 50,000-character name must be cut
     "long": (f"SELECT {'x' * 50_000} FROM staff", "runtime"),
+    # longer than the verifier's max_sql_length (100,000 characters)
+    "huge": ("SELECT " + "1 + " * 30_000 + "1", "too_large"),
 }
 # tasks whose reason comes from the record, whatever the SQL
 BROKEN = {
