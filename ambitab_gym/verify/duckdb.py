@@ -2,13 +2,15 @@
 
 The database file is opened read-only with external access off (no file, network, ATTACH or
 COPY), extension installing/auto-loading and community extensions off, a memory limit, a thread
-count and no spilling to disk, and then the configuration is locked so a query cannot undo any of
-it. Only a single ``SELECT`` statement is admitted (DuckDB's own parser counts and classifies the
-statements). A watchdog interrupts queries that pass the timeout.
+count and no spilling to disk (no temporary folder), and then the configuration is locked so a
+query cannot undo any of it. Only a single ``SELECT`` statement is admitted (DuckDB's own parser
+counts and classifies the statements). A watchdog interrupts queries that pass the timeout.
 
 Queries run in a persistent worker process (:mod:`ambitab_gym.verify.worker`), one per engine,
 whose address space is capped: a memory bomb or an engine crash kills only the worker, which the
-engine restarts on the next query; a worker that ignores the interrupt is killed.
+engine restarts on the next query; a worker that ignores the interrupt is killed. Each query runs
+on a fresh cursor (a fresh DuckDB client context), so nothing it sets - ``setseed``, variables -
+reaches the next one. Results are capped in bytes while the worker fetches them.
 
 * :class:`DuckDBEngine` - a sandboxed, read-only DuckDB database in a killable worker.
 * :func:`build_duckdb` - build a ``.duckdb`` file from a trusted SQL script, atomically.
@@ -19,20 +21,12 @@ Importing this module registers the ``duckdb`` engine kind with the corpora.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import pickle
-import subprocess
-import sys
-import threading
-import uuid
-import weakref
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ambitab_gym.corpora.corpus import Corpus, register_engine
-from ambitab_gym.verify import worker as _worker
 from ambitab_gym.verify.base import Limits, QueryError, QueryResult
+from ambitab_gym.verify.sqlite import build_atomically
+from ambitab_gym.verify.worker import WorkerSlot, WorkerStartError, sql_text_problem
 
 __all__ = ["MAX_RESULT_BYTES", "SANDBOX_CONFIG", "DuckDBEngine", "build_duckdb"]
 
@@ -45,88 +39,14 @@ SANDBOX_CONFIG: dict[str, object] = {
     "allow_unsigned_extensions": False,
     "allow_unredacted_secrets": False,
     "python_enable_replacements": False,
+    # No spilling to disk: no temporary folder next to the database (a worker killed while
+    # spilling would leave it behind), and an operator over the memory limit fails instead.
+    "temp_directory": "",
     "max_temp_directory_size": "0B",
     "lock_configuration": True,
 }
-#: A result whose serialized size exceeds this fails with ``too_large``.
-MAX_RESULT_BYTES = 64 * 2**20
-
-_WORKER_FILE = Path(_worker.__file__).resolve()
-_START_TIMEOUT_S = 60.0
-_ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "SYSTEMROOT", "TMPDIR", "LANG", "LC_ALL")
-
-
-class _Worker:
-    """One worker process and its two pipes."""
-
-    def __init__(self, path: Path, limits: Limits) -> None:
-        self.key = (limits.memory_limit_mb, limits.threads)
-        self.owner = os.getpid()
-        request_r, request_w = os.pipe()
-        response_r, response_w = os.pipe()
-        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", str(_WORKER_FILE), str(request_r), str(response_w)],
-                pass_fds=(request_r, response_w),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                close_fds=True,
-            )
-        except BaseException:
-            for fd in (request_r, request_w, response_r, response_w):
-                os.close(fd)
-            raise
-        os.close(request_r)
-        os.close(response_w)
-        self.requests = Connection(request_w, readable=False)
-        self.responses = Connection(response_r, writable=False)
-        config = dict(SANDBOX_CONFIG)
-        config["memory_limit"] = f"{limits.memory_limit_mb}MB"
-        config["threads"] = limits.threads
-        # Room above the buffer manager's limit for allocations it does not track.
-        headroom_mb = 2 * limits.memory_limit_mb + 256 + 64 * limits.threads
-        sys_path = [p for p in sys.path if p and Path(p).resolve() != _WORKER_FILE.parent]
-        init = {"path": str(path), "sys_path": sys_path, "config": config}
-        init["headroom_mb"] = headroom_mb
-        try:
-            self.requests.send_bytes(pickle.dumps(init))
-            reply = self.receive(_START_TIMEOUT_S)
-        except BaseException:
-            self.kill()
-            raise
-        if reply is None or reply[0] != "ready":
-            self.kill()
-            detail = reply[2] if reply and reply[0] == "error" else "no answer"
-            raise QueryError("engine", f"the DuckDB worker did not start: {detail}")
-        self.version = reply[1]
-
-    def receive(self, timeout_s: float):
-        """The next reply, None on timeout; raises EOFError when the worker died."""
-        if not self.responses.poll(timeout_s):
-            return None
-        return _worker.safe_loads(self.responses.recv_bytes())
-
-    def kill(self) -> None:
-        _stop(self.process, self.requests, self.responses, gentle=False)
-
-
-def _stop(process: subprocess.Popen, *connections: Connection, gentle: bool = True) -> None:
-    if gentle and process.poll() is None:
-        try:
-            connections[0].send_bytes(pickle.dumps(("close",)))
-            process.wait(timeout=2.0)
-        except Exception:
-            pass
-    if process.poll() is None:
-        process.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):  # pragma: no cover
-            process.wait(timeout=5.0)
-    for connection in connections:
-        with contextlib.suppress(OSError):
-            connection.close()
+#: The default result cap (``Limits.max_result_bytes``), kept for callers that import it.
+MAX_RESULT_BYTES = Limits().max_result_bytes
 
 
 class DuckDBEngine:
@@ -162,43 +82,17 @@ class DuckDBEngine:
         if not self.path.is_file():
             raise FileNotFoundError(f"DuckDB database {self.path} does not exist")
         self.limits = limits or Limits()
-        self.restarts = 0
-        self._lock = threading.Lock()
-        self._worker: _Worker | None = None
-        self._finalizer: weakref.finalize | None = None
-
-    def _ensure_worker(self, limits: Limits) -> _Worker:
-        key = (limits.memory_limit_mb, limits.threads)
-        if self._worker is not None and self._worker.owner != os.getpid():
-            # This process was forked: the worker and its pipes belong to the parent.
-            if self._finalizer is not None:
-                self._finalizer.detach()
-            self._worker, self._finalizer = None, None
-        if self._worker is not None and (
-            self._worker.key != key or self._worker.process.poll() is not None
-        ):
-            self._discard()
-        if self._worker is None:
-            worker = _Worker(self.path, limits)
-            self._worker = worker
-            self._finalizer = weakref.finalize(
-                self, _stop, worker.process, worker.requests, worker.responses
-            )
-        return self._worker
-
-    def _discard(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if self._worker is not None:
-            self._worker.kill()
-            self._worker = None
-            self.restarts += 1
+        self._slot = WorkerSlot("duckdb", self.path, "DuckDB")
 
     @property
     def worker_pid(self) -> int | None:
         """The process id of the current worker (None before the first query)."""
-        return self._worker.process.pid if self._worker is not None else None
+        return self._slot.pid
+
+    @property
+    def restarts(self) -> int:
+        """How many times the worker was killed (crashed, overran) and replaced."""
+        return self._slot.restarts
 
     def execute(self, sql: str, *, limits: Limits | None = None) -> QueryResult:
         """Run one read-only ``SELECT`` statement in the worker and return its result.
@@ -214,46 +108,49 @@ class DuckDBEngine:
             raise QueryError(
                 "too_large", f"SQL text longer than {limits.max_sql_length} characters"
             )
-        with self._lock:
-            worker = self._ensure_worker(limits)
-            request = ("query", sql, limits.timeout_s, limits.max_rows, MAX_RESULT_BYTES)
-            try:
-                worker.requests.send_bytes(pickle.dumps(request))
-                # The worker interrupts at the deadline itself; the grace covers the interrupt
-                # taking effect and the result travelling back.
-                reply = worker.receive(limits.timeout_s + 1.0 + 0.25 * limits.timeout_s)
-            except (EOFError, OSError):
-                status = worker.process.poll()
-                self._discard()
-                raise QueryError(
-                    "runtime",
-                    f"the query crashed the DuckDB engine (exit status {status}, likely out of "
-                    "memory); the engine was restarted",
-                ) from None
-            except pickle.UnpicklingError as error:
-                self._discard()
-                raise QueryError("engine", str(error)) from None
-            if reply is None:
-                self._discard()
-                raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+        problem = sql_text_problem(sql)
+        if problem is not None:
+            raise QueryError(*problem)
+        config = dict(SANDBOX_CONFIG)
+        config["memory_limit"] = f"{limits.memory_limit_mb}MB"
+        config["threads"] = limits.threads
+        # Room above the buffer manager's limit for allocations it does not track, and for the
+        # result and its pickled copy.
+        headroom_mb = (
+            2 * limits.memory_limit_mb
+            + 3 * limits.max_result_bytes // 2**20
+            + 256
+            + 64 * limits.threads
+        )
+        request = (
+            "query",
+            sql,
+            limits.timeout_s,
+            limits.max_rows,
+            limits.max_result_bytes,
+            limits.timeout_s,
+        )
+        key = (limits.memory_limit_mb, limits.threads, limits.max_result_bytes)
+        try:
+            reply = self._slot.ask(key, config, headroom_mb, request, limits.timeout_s)
+        except WorkerStartError as error:
+            raise QueryError("engine", str(error)) from None
         if reply[0] == "ok":
             return QueryResult(tuple(reply[1]), reply[2])
         raise QueryError(reply[1], reply[2])
 
     def close(self) -> None:
         """Stop the worker process."""
-        with self._lock:
-            if self._finalizer is not None:
-                self._finalizer()
-                self._finalizer = None
-            self._worker = None
+        self._slot.close()
 
 
 def build_duckdb(script: str, path: str | Path) -> None:
     """Build a DuckDB database from a trusted SQL script, atomically.
 
     The file appears at ``path`` only when the whole script succeeded and was checkpointed (no
-    write-ahead log is left behind), so concurrent builders never see a half-built database.
+    write-ahead log is left behind), so concurrent builders never see a half-built database;
+    what a killed builder left is removed by the next build
+    (:func:`~ambitab_gym.verify.sqlite.build_atomically`).
 
     Example:
         >>> import os, tempfile
@@ -264,20 +161,15 @@ def build_duckdb(script: str, path: str | Path) -> None:
     """
     import duckdb
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+    def write(tmp: Path) -> None:
         connection = duckdb.connect(str(tmp))
         try:
             connection.execute(script)
             connection.execute("CHECKPOINT")
         finally:
             connection.close()
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-        Path(f"{tmp}.wal").unlink(missing_ok=True)
+
+    build_atomically(path, write)
 
 
 def _open_duckdb(corpus: Corpus, database: str, limits: Limits | None) -> DuckDBEngine:

@@ -3,62 +3,46 @@
 Follows SQLite's "Defense Against the Dark Arts": the database opens through a read-only,
 immutable URI; an authorizer admits reads only (no writes, ATTACH, PRAGMA, transactions or
 extension loading); length and complexity limits are lowered; a progress handler enforces a
-wall-clock timeout; results are fetched in bounded chunks.
+wall-clock timeout; results are fetched in chunks under a byte cap.
+
+A progress handler only runs between virtual-machine instructions, and some built-in functions
+run for many seconds inside one call (``printf('%.*c', 2000000000, 'x')``, ``instr`` and
+``replace`` on long text). So a statement runs in this process only when every function it
+calls is one whose cost per call stays small with the fast path's shorter length limit
+(:data:`~ambitab_gym.verify.worker.SQLITE_FAST_FUNCTIONS`); anything else runs in a killable
+worker process (:mod:`ambitab_gym.verify.worker`), which is killed when it overruns.
 
 * :class:`SQLiteEngine` - one sandboxed connection to one ``.sqlite`` file.
 * :func:`build_sqlite` - build a database file from a trusted SQL script (corpus preparation).
+* :func:`build_atomically` - the atomic build both file engines use (no stale temporary files).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import socket
 import sqlite3
-import tempfile
+import threading
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
 
 from ambitab_gym.verify.base import Limits, QueryError, QueryResult
+from ambitab_gym.verify.worker import (
+    SQLiteSession,
+    WorkerSlot,
+    WorkerStartError,
+    sql_text_problem,
+)
 
-__all__ = ["SQLiteEngine", "build_sqlite"]
-
-_ALLOWED_ACTIONS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
-    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
-}
-_DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
-
-# (limit id, value): lowered limits from "Defense Against the Dark Arts".
-_LIMITS = [
-    ("SQLITE_LIMIT_LENGTH", 1_000_000),
-    ("SQLITE_LIMIT_SQL_LENGTH", 100_000),
-    ("SQLITE_LIMIT_COLUMN", 500),
-    ("SQLITE_LIMIT_EXPR_DEPTH", 200),
-    ("SQLITE_LIMIT_COMPOUND_SELECT", 50),
-    ("SQLITE_LIMIT_VDBE_OP", 250_000),
-    ("SQLITE_LIMIT_FUNCTION_ARG", 16),
-    ("SQLITE_LIMIT_ATTACHED", 0),
-    ("SQLITE_LIMIT_LIKE_PATTERN_LENGTH", 100),
-    ("SQLITE_LIMIT_VARIABLE_NUMBER", 10),
-    ("SQLITE_LIMIT_TRIGGER_DEPTH", 1),
-]
-_PROGRESS_EVERY = 2_000  # virtual-machine instructions between timeout checks
-_FETCH_CHUNK = 1_000
-
-
-def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
-    if action not in _ALLOWED_ACTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and arg2 and arg2.lower() in _DENIED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
+__all__ = ["SQLiteEngine", "build_atomically", "build_sqlite"]
 
 
 class SQLiteEngine:
-    """A sandboxed, read-only SQLite connection.
+    """A sandboxed, read-only SQLite connection, with a killable worker for costly statements.
 
     Args:
         path: the database file. It is opened ``mode=ro&immutable=1`` and never written.
@@ -71,6 +55,8 @@ class SQLiteEngine:
         >>> engine = SQLiteEngine(path)
         >>> engine.execute("SELECT x FROM t ORDER BY x").rows
         [(1,), (2,)]
+        >>> engine.execute("SELECT printf('%03d', x) FROM t ORDER BY x").rows  # in the worker
+        [('001',), ('002',)]
         >>> engine.execute("DELETE FROM t")
         Traceback (most recent call last):
         ...
@@ -81,32 +67,30 @@ class SQLiteEngine:
     name = "sqlite"
 
     def __init__(self, path: str | Path, *, limits: Limits | None = None) -> None:
-        self.path = Path(path)
+        self.path = Path(path).resolve()
         if not self.path.is_file():
             raise FileNotFoundError(f"SQLite database {self.path} does not exist")
         self.limits = limits or Limits()
-        self._connection: sqlite3.Connection | None = None
+        self._session: SQLiteSession | None = None
+        self._lock = threading.Lock()
+        self._slot = WorkerSlot("sqlite", self.path, "SQLite")
 
-    def _connect(self) -> sqlite3.Connection:
-        if self._connection is None:
-            uri = f"file:{quote(str(self.path.resolve()))}?mode=ro&immutable=1"
-            connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
-            connection.execute("PRAGMA query_only = ON")
-            connection.execute("PRAGMA trusted_schema = OFF")
-            if hasattr(connection, "setlimit"):  # Python >= 3.11
-                for name, value in _LIMITS:
-                    if hasattr(sqlite3, name):
-                        connection.setlimit(getattr(sqlite3, name), value)
-            connection.set_authorizer(_authorizer)
-            self._connection = connection
-        return self._connection
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the worker for costly statements (None until one was needed)."""
+        return self._slot.pid
+
+    @property
+    def restarts(self) -> int:
+        """How many times a worker was killed (overran, crashed) and replaced."""
+        return self._slot.restarts
 
     def execute(self, sql: str, *, limits: Limits | None = None) -> QueryResult:
         """Run one read-only statement and return its result.
 
         Raises:
             QueryError: with category ``rejected``, ``syntax``, ``runtime``, ``timeout``,
-                ``too_many_rows`` or ``too_large``.
+                ``too_many_rows``, ``too_large`` or ``engine``.
         """
         limits = limits or self.limits
         if not isinstance(sql, str) or not sql.strip():
@@ -115,93 +99,149 @@ class SQLiteEngine:
             raise QueryError(
                 "too_large", f"SQL text longer than {limits.max_sql_length} characters"
             )
-        connection = self._connect()
-        deadline = time.monotonic() + limits.timeout_s
-        timed_out = False
+        problem = sql_text_problem(sql)
+        if problem is not None:
+            raise QueryError(*problem)
+        start = time.monotonic()
+        with self._lock:
+            if self._session is None:
+                self._session = SQLiteSession(self.path, fast=True)
+            reply = self._session.run(
+                sql, limits.timeout_s, limits.max_rows, limits.max_result_bytes
+            )
+        if reply[0] == "slow":
+            reply = self._in_worker(sql, limits, limits.timeout_s - (time.monotonic() - start))
+        if reply[0] == "ok":
+            return QueryResult(tuple(reply[1]), reply[2])
+        raise QueryError(reply[1], reply[2])
 
-        def progress() -> int:
-            nonlocal timed_out
-            if time.monotonic() > deadline:
-                timed_out = True
-                return 1
-            return 0
-
-        connection.set_progress_handler(progress, _PROGRESS_EVERY)
-        cursor = connection.cursor()
+    def _in_worker(self, sql: str, limits: Limits, seconds_left: float) -> tuple:
+        if seconds_left <= 0:
+            return ("error", "timeout", f"query ran longer than {limits.timeout_s:g} s")
+        request = (
+            "query",
+            sql,
+            limits.timeout_s,
+            limits.max_rows,
+            limits.max_result_bytes,
+            seconds_left,
+        )
+        # SQLite's heap in the worker is capped at the memory limit; its address space has room
+        # for that, the result and its pickled copy.
+        config = {"heap_limit_mb": limits.memory_limit_mb}
+        headroom_mb = 2 * limits.memory_limit_mb + 3 * limits.max_result_bytes // 2**20 + 256
         try:
-            cursor.execute(sql)
-            columns = tuple(d[0] for d in cursor.description or ())
-            rows: list[tuple] = []
-            while True:
-                chunk = cursor.fetchmany(_FETCH_CHUNK)
-                if not chunk:
-                    break
-                rows.extend(chunk)
-                if len(rows) > limits.max_rows:
-                    raise QueryError(
-                        "too_many_rows", f"result has more than {limits.max_rows} rows"
-                    )
-            return QueryResult(columns, rows)
-        except QueryError:
-            raise
-        except sqlite3.Error as error:
-            raise _classify(error, timed_out, limits) from None
-        except (OverflowError, MemoryError, ValueError) as error:
-            raise QueryError("runtime", str(error)) from None
-        finally:
-            cursor.close()
-            connection.set_progress_handler(None, 0)
+            return self._slot.ask(
+                (limits.memory_limit_mb, limits.max_result_bytes),
+                config,
+                headroom_mb,
+                request,
+                seconds_left,
+            )
+        except WorkerStartError as error:
+            return ("error", "engine", str(error))
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        """Close the connection and stop the worker (if one was started)."""
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+        self._slot.close()
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         with contextlib.suppress(Exception):
             self.close()
 
 
-def _classify(error: sqlite3.Error, timed_out: bool, limits: Limits) -> QueryError:
-    message = str(error)
-    lowered = message.lower()
-    if timed_out or "interrupted" in lowered:
-        return QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
-    if any(w in lowered for w in ("not authorized", "authorization denied", "prohibited", "readonly")):
-        return QueryError(
-            "rejected", f"only read-only single SELECT statements are allowed ({message})"
-        )
-    if "one statement at a time" in lowered:
-        return QueryError("rejected", "submit exactly one SQL statement")
-    if isinstance(error, sqlite3.OperationalError) and (
-        "syntax error" in lowered
-        or "incomplete input" in lowered
-        or "unrecognized token" in lowered
-    ):
-        return QueryError("syntax", message)
-    if "too big" in lowered or "too many" in lowered or "too complex" in lowered:
-        return QueryError("too_large", message)
-    return QueryError("runtime", message)
+# -- building cache databases ------------------------------------------------------------------
+
+_HOST = socket.gethostname().replace(".", "_") or "host"
 
 
-def build_sqlite(script: str, path: str | Path) -> None:
-    """Build a SQLite database from a trusted SQL script, atomically.
+def _temp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
 
-    The file appears at ``path`` only when the whole script succeeded, so concurrent builders
-    (vector-env workers) never see a half-built database.
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _sweep_stale(path: Path) -> list[Path]:
+    """Remove what builders of ``path`` on this host left behind when they were killed."""
+    removed = []
+    prefix = f".{path.name}.{_HOST}."
+    with contextlib.suppress(FileNotFoundError):
+        for entry in path.parent.iterdir():
+            if not entry.name.startswith(prefix) or ".tmp" not in entry.name:
+                continue
+            pid = entry.name[len(prefix) :].split(".", 1)[0]
+            if not pid.isdigit() or _pid_alive(int(pid)):
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
+
+
+def build_atomically(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Build a file at ``path`` by ``write(temporary_path)``, then rename it into place.
+
+    The file appears only when ``write`` succeeded, so concurrent builders never see a half-built
+    database. The temporary file is named ``.<name>.<host>.<pid>.<random>.tmp`` next to ``path``;
+    what a builder leaves when it is killed (the file, a journal or WAL beside it, an engine's
+    spill folder) is removed by the next build on the same host once that process is gone.
+
+    Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> target = Path(folder) / "x.db"
+        >>> stale = Path(folder) / f".x.db.{_HOST}.999999999.abcd1234.tmp"
+        >>> _ = stale.write_text("left by a killed builder")
+        >>> build_atomically(target, lambda tmp: tmp.write_text("built"))
+        >>> sorted(os.listdir(folder)), target.read_text()
+        (['x.db'], 'built')
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    _sweep_stale(path)
+    tmp = _temp_name(path)
     try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        for leftover in path.parent.glob(f"{tmp.name}*"):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+def build_sqlite(script: str, path: str | Path) -> None:
+    """Build a SQLite database from a trusted SQL script, atomically (:func:`build_atomically`).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "demo.sqlite")
+        >>> build_sqlite("CREATE TABLE t AS SELECT 42 AS answer;", path)
+        >>> os.listdir(os.path.dirname(path))
+        ['demo.sqlite']
+    """
+
+    def write(tmp: Path) -> None:
         connection = sqlite3.connect(tmp)
         try:
             connection.executescript(script)
             connection.commit()
         finally:
             connection.close()
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    build_atomically(path, write)

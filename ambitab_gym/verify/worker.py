@@ -1,20 +1,27 @@
-"""A killable worker process that runs untrusted SQL in a sandboxed DuckDB connection.
+"""Killable worker processes that run untrusted SQL, and the pieces both sides share.
 
-The parent (:class:`ambitab_gym.verify.duckdb.DuckDBEngine`) starts this file as a script
-(``python -I worker.py REQUEST_FD RESPONSE_FD``) and talks to it over two pipes. A query that
-exhausts memory, crashes the engine or ignores the interrupt takes only this process down; the
-parent kills it when it overruns and starts a fresh one.
+An engine (:class:`ambitab_gym.verify.duckdb.DuckDBEngine`, and
+:class:`ambitab_gym.verify.sqlite.SQLiteEngine` for statements outside its in-process fast path)
+starts this file as a script (``python -I worker.py REQUEST_FD RESPONSE_FD``) through
+:class:`WorkerProcess` and talks to it over two pipes. A query that exhausts memory, crashes the
+engine, or runs long inside one built-in function call (where no interrupt reaches it) takes only
+this process down: the parent kills it when it overruns and starts a fresh one.
 
 This module imports nothing from ``ambitab_gym`` (the worker starts fast and alone) and is also
 imported by the parent for the shared pieces:
 
+* :class:`WorkerProcess` - the parent's handle on one worker: start, query with a deadline, kill.
+* :class:`SQLiteSession` - a sandboxed SQLite connection (in the engine's process or a worker's).
 * :class:`Watchdog` - one thread that calls an interrupt callback when a deadline passes.
 * :func:`safe_loads` - unpickles worker replies, admitting plain data types only.
+* :func:`sql_text_problem` - SQL text no engine should see (lone surrogates, NUL characters).
+* :func:`cut` - an engine message cut to a bounded size before it crosses the pipe.
 * :func:`serve` - the worker's request loop (``main`` runs it).
 
-Protocol (pickled tuples): the parent first sends ``{"path", "sys_path", "config",
+Protocol (pickled tuples): the parent first sends ``{"kind", "path", "sys_path", "config",
 "headroom_mb"}`` and gets ``("ready", version)``; then ``("query", sql, timeout_s, max_rows,
-max_bytes)`` is answered by ``("ok", columns, rows)`` or ``("error", category, message)``.
+max_bytes, seconds_left)`` is answered by ``("ok", columns, rows)`` or ``("error", category,
+message)``.
 """
 
 from __future__ import annotations
@@ -26,13 +33,125 @@ import io
 import math
 import os
 import pickle
+import subprocess
 import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from urllib.parse import quote
 
-__all__ = ["Watchdog", "safe_loads", "serve"]
+__all__ = [
+    "SQLITE_FAST_FUNCTIONS",
+    "SQLiteSession",
+    "Watchdog",
+    "WorkerProcess",
+    "WorkerSlot",
+    "WorkerStartError",
+    "cut",
+    "result_bytes",
+    "safe_loads",
+    "serve",
+    "sql_text_problem",
+]
+
+#: Longest message a worker sends (the same bound as ``ambitab_gym.verify.base``).
+MAX_MESSAGE_CHARS = 1_000
+
+
+def cut(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``str(text)`` cut to at most ``limit`` characters, marking the cut.
+
+    Engines echo the submitted SQL in their messages, so a message is cut before it crosses the
+    pipe (``ambitab_gym.verify.base.bounded_text`` does the same on the parent's side).
+
+    >>> cut("short")
+    'short'
+    >>> cut("y" * 10_000, limit=40)
+    'yyyyyyyy... [9,992 more characters cut]'
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    marker_template = "... [{:,} more characters cut]"
+    keep = max(0, limit - len(marker_template.format(len(text))))
+    return text[:keep] + marker_template.format(len(text) - keep)
+
+
+def sql_text_problem(sql: str) -> tuple[str, str] | None:
+    """``(category, message)`` when SQL text cannot be handed to an engine as it is, else None.
+
+    A lone surrogate cannot be encoded as UTF-8 and a NUL character ends the text early for
+    some engines (DuckDB would run only what comes before it), so both are refused up front as
+    ``syntax`` errors on every engine.
+
+    >>> sql_text_problem("SELECT 1") is None
+    True
+    >>> sql_text_problem("SELECT '\\ud800'")
+    ('syntax', 'the SQL text is not valid Unicode (a lone surrogate U+D800 at character 8); submit plain UTF-8 text')
+    >>> sql_text_problem("SELECT 1\\x00; DROP TABLE t")
+    ('syntax', 'the SQL text contains a NUL character (at character 8); remove it')
+    """
+    if "\x00" in sql:
+        where = sql.index("\x00")
+        return "syntax", f"the SQL text contains a NUL character (at character {where}); remove it"
+    if not sql.isascii():
+        try:
+            sql.encode("utf-8")
+        except UnicodeEncodeError as error:
+            code = ord(sql[error.start])
+            return (
+                "syntax",
+                f"the SQL text is not valid Unicode (a lone surrogate U+{code:04X} at character "
+                f"{error.start}); submit plain UTF-8 text",
+            )
+    return None
+
+
+_PER_CELL_BYTES = 40  # a pointer and a small Python object (int, float, None shares one)
+_PER_ROW_BYTES = 56  # the row's tuple
+
+
+def result_bytes(rows: list) -> int:
+    """An estimate of the memory ``rows`` take: text and blob lengths plus a per-cell overhead.
+
+    This is what ``Limits.max_result_bytes`` caps; it is computed chunk by chunk while fetching.
+
+    >>> result_bytes([("abc", 1), (None, b"xy")])
+    277
+    """
+    total = 0
+    for row in rows:
+        total += _PER_ROW_BYTES + _PER_CELL_BYTES * len(row)
+        for value in row:
+            kind = type(value)
+            if kind is str or kind is bytes:
+                total += len(value)
+            elif kind is list or kind is tuple or kind is dict:
+                total += _nested_bytes(value)
+    return total
+
+
+def _nested_bytes(value) -> int:
+    if isinstance(value, dict):
+        return sum(_nested_bytes(k) + _nested_bytes(v) for k, v in value.items()) + 64
+    if isinstance(value, (list, tuple)):
+        return sum(_nested_bytes(v) for v in value) + 56
+    if isinstance(value, (str, bytes)):
+        return len(value) + _PER_CELL_BYTES
+    return _PER_CELL_BYTES
+
+
+def _too_large(max_bytes: int) -> tuple:
+    return _error(
+        "too_large",
+        f"the result is larger than {max_bytes / 2**20:g} MiB; select fewer or shorter values "
+        "(aggregate, filter or LIMIT)",
+    )
+
 
 _SAFE_CLASSES = {
     ("builtins", name) for name in ("set", "frozenset", "bytearray", "complex", "slice", "range")
@@ -240,11 +359,231 @@ def _limit_address_space(headroom_mb: int) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
+# -- SQLite ------------------------------------------------------------------------------------
+
+#: Functions whose cost per call grows at most linearly with arguments bounded by the fast
+#: path's ``SQLITE_LIMIT_LENGTH`` (measured by ``benchmarks/verify_overhead.py --hostile``). A
+#: statement that calls any other function (``printf``, ``instr``, ``replace``, ``trim``, the
+#: JSON functions, ...) runs in a killable worker process instead of the engine's own process.
+SQLITE_FAST_FUNCTIONS = frozenset(
+    {
+        # aggregates and window functions: one virtual-machine step per row
+        "avg", "count", "group_concat", "string_agg", "max", "min", "sum", "total",
+        "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
+        "first_value", "last_value", "nth_value",
+        # scalar functions linear in their (bounded) arguments
+        "abs", "char", "coalesce", "glob", "hex", "ifnull", "iif", "length", "octet_length",
+        "like", "likelihood", "likely", "unlikely", "lower", "upper", "nullif", "quote", "random",
+        "randomblob", "round", "sign", "substr", "substring", "typeof", "unicode", "zeroblob",
+        # dates
+        "date", "time", "datetime", "julianday", "strftime", "unixepoch", "timediff",
+        # math
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos",
+        "cosh", "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow",
+        "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+    }
+)  # fmt: skip
+_SQLITE_DENIED_FUNCTIONS = frozenset(
+    {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+)
+#: The longest text or blob in the fast path: with it every admitted call takes at most about
+#: a millisecond. A statement that needs longer values reruns in the worker with the next one.
+SQLITE_FAST_LENGTH = 100_000
+#: The longest text or blob in the worker (and so anywhere).
+SQLITE_LENGTH = 1_000_000
+# Lowered limits from SQLite's "Defense Against the Dark Arts" (besides the length).
+_SQLITE_LIMITS = [
+    ("SQLITE_LIMIT_SQL_LENGTH", 100_000),
+    ("SQLITE_LIMIT_COLUMN", 500),
+    ("SQLITE_LIMIT_EXPR_DEPTH", 200),
+    ("SQLITE_LIMIT_COMPOUND_SELECT", 50),
+    ("SQLITE_LIMIT_VDBE_OP", 250_000),
+    ("SQLITE_LIMIT_FUNCTION_ARG", 16),
+    ("SQLITE_LIMIT_ATTACHED", 0),
+    ("SQLITE_LIMIT_LIKE_PATTERN_LENGTH", 100),
+    ("SQLITE_LIMIT_VARIABLE_NUMBER", 10),
+    ("SQLITE_LIMIT_TRIGGER_DEPTH", 1),
+]
+#: Virtual-machine instructions between deadline checks. In the fast path a check is at most
+#: this many admitted calls (each bounded by the short length) away.
+SQLITE_PROGRESS_EVERY = 1_000
+_FETCH_CHUNK = 1_000
+_SQLITE_SLOW = ("slow",)
+
+
+class SQLiteSession:
+    """A sandboxed, read-only SQLite connection, following "Defense Against the Dark Arts".
+
+    The file opens through a ``mode=ro&immutable=1`` URI; an authorizer admits reads only (no
+    writes, ATTACH, PRAGMA, transactions, extension or file functions); length and complexity
+    limits are lowered; a progress handler stops a query at its deadline; rows are fetched in
+    chunks sized so that the result never takes much more than ``max_bytes``.
+
+    Args:
+        path: the database file.
+        fast: the engine's in-process fast path: only :data:`SQLITE_FAST_FUNCTIONS` and values up
+            to :data:`SQLITE_FAST_LENGTH` long; :meth:`run` answers ``("slow",)`` for a statement
+            that needs more (the caller reruns it in a worker, where the session is not fast).
+        heap_limit_mb: cap SQLite's heap (process-wide, so only in a worker process).
+
+    Example:
+        >>> import os, sqlite3, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "s.sqlite")
+        >>> sqlite3.connect(path).executescript("CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);")
+        <sqlite3.Cursor object at ...>
+        >>> session = SQLiteSession(path, fast=True)
+        >>> session.run("SELECT sum(x) FROM t", 5.0, 100, 2**20)
+        ('ok', ('sum(x)',), [(3,)])
+        >>> session.run("SELECT printf('%d', x) FROM t", 5.0, 100, 2**20)
+        ('slow',)
+        >>> session.run("DELETE FROM t", 5.0, 100, 2**20)[:2]
+        ('error', 'rejected')
+        >>> session.close()
+    """
+
+    def __init__(self, path: str | os.PathLike, *, fast: bool, heap_limit_mb: int = 0) -> None:
+        import sqlite3
+
+        self._sqlite3 = sqlite3
+        self.fast = fast
+        self.length_limit = SQLITE_FAST_LENGTH if fast else SQLITE_LENGTH
+        self._deadline = math.inf
+        self.timed_out = False
+        self._refused = False
+        self._slow = False
+        uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
+        connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        try:
+            connection.execute("PRAGMA query_only = ON")
+            connection.execute("PRAGMA trusted_schema = OFF")
+            if heap_limit_mb > 0:
+                connection.execute(f"PRAGMA hard_heap_limit = {int(heap_limit_mb) * 2**20}")
+            if hasattr(connection, "setlimit"):  # Python >= 3.11
+                for name, value in _SQLITE_LIMITS:
+                    if hasattr(sqlite3, name):
+                        connection.setlimit(getattr(sqlite3, name), value)
+                connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.length_limit)
+            connection.set_authorizer(self._authorize)
+            connection.set_progress_handler(self._progress, SQLITE_PROGRESS_EVERY)
+        except BaseException:
+            connection.close()
+            raise
+        self.connection = connection
+
+    def _authorize(self, action: int, arg1, arg2, db_name, trigger) -> int:
+        sqlite3 = self._sqlite3
+        if action == sqlite3.SQLITE_FUNCTION:
+            name = (arg2 or "").lower()
+            if name in _SQLITE_DENIED_FUNCTIONS:
+                self._refused = True
+                return sqlite3.SQLITE_DENY
+            if self.fast and name not in SQLITE_FAST_FUNCTIONS:
+                self._slow = True
+                return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK
+        if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, _SQLITE_RECURSIVE):
+            return sqlite3.SQLITE_OK
+        self._refused = True
+        return sqlite3.SQLITE_DENY
+
+    def _progress(self) -> int:
+        if time.monotonic() > self._deadline:
+            self.timed_out = True
+            return 1
+        return 0
+
+    def run(
+        self,
+        sql: str,
+        timeout_s: float,
+        max_rows: int,
+        max_bytes: int,
+        seconds_left: float | None = None,
+    ) -> tuple:
+        """Run one statement: ``("ok", columns, rows)``, ``("error", category, message)``, or
+        ``("slow",)`` (fast path only) when it must run in a worker."""
+        left = timeout_s if seconds_left is None else seconds_left
+        self.timed_out = self._refused = self._slow = False
+        self._deadline = time.monotonic() + max(0.0, left)
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(sql)
+            columns = tuple(d[0] for d in cursor.description or ())
+            # Chunks small enough that one chunk of the longest possible values stays in the cap.
+            widest_row = max(1, len(columns)) * (self.length_limit + _PER_CELL_BYTES)
+            chunk = max(1, min(_FETCH_CHUNK, max_bytes // widest_row))
+            rows: list[tuple] = []
+            size = 0
+            while True:
+                part = cursor.fetchmany(chunk)
+                if not part:
+                    break
+                rows.extend(part)
+                if len(rows) > max_rows:
+                    return _error("too_many_rows", f"result has more than {max_rows} rows")
+                size += result_bytes(part)
+                if size > max_bytes:
+                    return _too_large(max_bytes)
+            return ("ok", columns, rows)
+        except self._sqlite3.Error as error:
+            return self._classify(error, timeout_s)
+        except MemoryError:
+            return _error("too_large", "the query needs more memory than allowed")
+        except (OverflowError, ValueError) as error:
+            return _error("runtime", str(error))
+        finally:
+            self._deadline = math.inf
+            cursor.close()
+
+    def _classify(self, error: Exception, timeout_s: float) -> tuple:
+        message = str(error)
+        lowered = message.lower()
+        if self.timed_out or "interrupted" in lowered:
+            return _error("timeout", f"query ran longer than {timeout_s:g} s")
+        if self._refused or any(
+            w in lowered for w in ("authorization denied", "prohibited", "readonly")
+        ):
+            return _error(
+                "rejected", f"only read-only single SELECT statements are allowed ({message})"
+            )
+        if self._slow:
+            return _SQLITE_SLOW
+        if "one statement at a time" in lowered:
+            return _error("rejected", "submit exactly one SQL statement")
+        if self.fast and "too big" in lowered:
+            return _SQLITE_SLOW  # the worker admits values up to SQLITE_LENGTH
+        if isinstance(error, self._sqlite3.OperationalError) and (
+            "syntax error" in lowered
+            or "incomplete input" in lowered
+            or "unrecognized token" in lowered
+        ):
+            return _error("syntax", message)
+        if any(w in lowered for w in ("too big", "too many", "too complex", "too large")):
+            return _error("too_large", message)
+        if "out of memory" in lowered:
+            return _error("too_large", f"the query needs more memory than allowed ({message})")
+        if "not authorized" in lowered:
+            return _error(
+                "rejected", f"only read-only single SELECT statements are allowed ({message})"
+            )
+        return _error("runtime", message)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.connection.close()
+
+
+_SQLITE_RECURSIVE = 33  # SQLITE_RECURSIVE, missing from older ``sqlite3`` modules
+
+
 def _error(category: str, message: str) -> tuple:
-    return ("error", category, message)
+    return ("error", category, cut(message))
 
 
-def _classify(duckdb, error: Exception, watchdog: Watchdog, timeout_s: float) -> tuple:
+# -- DuckDB ------------------------------------------------------------------------------------
+
+
+def _duckdb_classify(duckdb, error: BaseException, watchdog: Watchdog, timeout_s: float) -> tuple:
     message = str(error).strip()
     if watchdog.fired or isinstance(error, (duckdb.InterruptException, KeyboardInterrupt)):
         return _error("timeout", f"query ran longer than {timeout_s:g} s")
@@ -261,32 +600,334 @@ def _classify(duckdb, error: Exception, watchdog: Watchdog, timeout_s: float) ->
     return _error("runtime", message)
 
 
-def _run_query(duckdb, connection, watchdog: Watchdog, request: tuple) -> tuple:
-    _, sql, timeout_s, max_rows, _max_bytes = request
-    try:
-        statements = connection.extract_statements(sql)
-    except Exception as error:  # parser errors come back here
-        return _classify(duckdb, error, watchdog, timeout_s)
-    if len(statements) != 1:
-        return _error("rejected", "submit exactly one SQL statement")
-    if statements[0].type != duckdb.StatementType.SELECT:
-        kind = str(statements[0].type).rsplit(".", 1)[-1]
-        return _error(
-            "rejected", f"only read-only single SELECT statements are allowed (got {kind})"
-        )
-    rows: list = []
-    try:
-        with watchdog.job(timeout_s):
-            cursor = connection.execute(sql)
-            columns = tuple(d[0] for d in cursor.description or ())
-            rows = cursor.fetchmany(max_rows + 1)
+class _DuckDBSession:
+    """The worker's DuckDB database; every query runs on a fresh cursor (no session state)."""
+
+    def __init__(self, duckdb, path: str, config: dict) -> None:
+        self.duckdb = duckdb
+        self.connection = duckdb.connect(path, read_only=True, config=config)
+        self._cursor = None
+        self.watchdog = Watchdog(self._interrupt)
+
+    def _interrupt(self) -> None:
+        cursor = self._cursor
+        if cursor is not None:
+            cursor.interrupt()
+
+    def run(self, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> tuple:
+        duckdb, watchdog = self.duckdb, self.watchdog
+        problem = sql_text_problem(sql)
+        if problem is not None:
+            return _error(*problem)
+        try:
+            statements = self.connection.extract_statements(sql)
+        except Exception as error:  # parser errors come back here
+            return _duckdb_classify(duckdb, error, watchdog, timeout_s)
+        if len(statements) != 1:
+            return _error("rejected", "submit exactly one SQL statement")
+        try:
+            kind = statements[0].type
+        except ValueError:  # a statement type this DuckDB's Python API has no name for
+            kind = None
+        if kind != duckdb.StatementType.SELECT:
+            name = str(kind).rsplit(".", 1)[-1] if kind is not None else "an unsupported statement"
+            return _error(
+                "rejected", f"only read-only single SELECT statements are allowed (got {name})"
+            )
+        # A fresh cursor is a fresh client context: nothing a query sets (setseed, variables,
+        # prepared statements) reaches the next one; the database settings stay locked.
+        cursor = self.connection.cursor()
+        try:
+            self._cursor = cursor
+            with watchdog.job(timeout_s):
+                cursor.execute(sql)
+                columns = tuple(d[0] for d in cursor.description or ())
+                reply = self._fetch(cursor, columns, max_rows, max_bytes)
+            if watchdog.fired:
+                return _error("timeout", f"query ran longer than {timeout_s:g} s")
+            return reply
+        except BaseException as error:  # noqa: BLE001 - every failure becomes a reply
+            return _duckdb_classify(duckdb, error, watchdog, timeout_s)
+        finally:
+            self._cursor = None
+            with contextlib.suppress(Exception):
+                cursor.close()
+
+    @staticmethod
+    def _fetch(cursor, columns: tuple, max_rows: int, max_bytes: int) -> tuple:
+        rows: list = []
+        size = 0
+        chunk = 256
+        while True:
+            part = cursor.fetchmany(chunk)
+            if not part:
+                break
+            rows.extend(part)
             if len(rows) > max_rows:
                 return _error("too_many_rows", f"result has more than {max_rows} rows")
-        if watchdog.fired:
-            return _error("timeout", f"query ran longer than {timeout_s:g} s")
+            part_size = result_bytes(part)
+            size += part_size
+            if size > max_bytes:
+                return _too_large(max_bytes)
+            # Next chunk: what the rows so far suggest fits in a quarter of what is left.
+            per_row = max(1, part_size // len(part))
+            chunk = max(1, min(_FETCH_CHUNK * 2, (max_bytes - size) // (4 * per_row)))
         return ("ok", columns, _plain_rows(rows))
-    except BaseException as error:  # noqa: BLE001 - every failure becomes a reply
-        return _classify(duckdb, error, watchdog, timeout_s)
+
+    def close(self) -> None:
+        self.watchdog.stop()
+        self.connection.close()
+
+
+# -- the parent's side -------------------------------------------------------------------------
+
+_WORKER_FILE = Path(__file__).resolve()
+_ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "SYSTEMROOT", "TMPDIR", "LANG", "LC_ALL")
+
+
+class WorkerStartError(RuntimeError):
+    """A worker process could not start (or open its database)."""
+
+
+class WorkerProcess:
+    """The parent's handle on one worker process and its two pipes.
+
+    Args:
+        kind: ``"duckdb"`` or ``"sqlite"``.
+        path: the database file the worker opens read-only.
+        config: DuckDB settings (ignored for SQLite).
+        headroom_mb: address space the worker may use above what it uses after start-up.
+        start_timeout_s: how long to wait for ``("ready", version)``.
+
+    Example:
+        >>> import os, sqlite3, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.sqlite")
+        >>> sqlite3.connect(path).executescript("CREATE TABLE t(x); INSERT INTO t VALUES (7);")
+        <sqlite3.Cursor object at ...>
+        >>> worker = WorkerProcess("sqlite", path, {}, headroom_mb=512)
+        >>> worker.query(("query", "SELECT x FROM t", 5.0, 10, 2**20, 5.0), wait_s=10)
+        ('ok', ('x',), [(7,)])
+        >>> worker.kill()
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        path: str | os.PathLike,
+        config: dict,
+        *,
+        headroom_mb: int,
+        start_timeout_s: float = 60.0,
+    ) -> None:
+        self.kind = kind
+        self.owner = os.getpid()
+        request_r, request_w = os.pipe()
+        response_r, response_w = os.pipe()
+        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", str(_WORKER_FILE), str(request_r), str(response_w)],
+                pass_fds=(request_r, response_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                close_fds=True,
+            )
+        except BaseException:
+            for fd in (request_r, request_w, response_r, response_w):
+                os.close(fd)
+            raise
+        os.close(request_r)
+        os.close(response_w)
+        self.requests = Connection(request_w, readable=False)
+        self.responses = Connection(response_r, writable=False)
+        sys_path = [p for p in sys.path if p and Path(p).resolve() != _WORKER_FILE.parent]
+        init = {
+            "kind": kind,
+            "path": str(path),
+            "sys_path": sys_path,
+            "config": config,
+            "headroom_mb": headroom_mb,
+        }
+        try:
+            self.requests.send_bytes(pickle.dumps(init))
+            reply = self.receive(start_timeout_s, 2**20)
+        except BaseException:
+            self.kill()
+            raise
+        if reply is None or reply[0] != "ready":
+            self.kill()
+            detail = reply[2] if reply and reply[0] == "error" else "no answer"
+            raise WorkerStartError(f"the {kind} worker process did not start: {detail}")
+        self.version = reply[1]
+
+    def receive(self, timeout_s: float, max_bytes: int):
+        """The next reply, None on timeout; raises EOFError/OSError when the worker died."""
+        if not self.responses.poll(timeout_s):
+            return None
+        return safe_loads(self.responses.recv_bytes(max_bytes))
+
+    def query(self, request: tuple, wait_s: float, max_reply_bytes: int = 2**31) -> tuple | None:
+        """Send a request and wait up to ``wait_s`` for its reply (None: no reply in time).
+
+        Raises:
+            EOFError, OSError: the worker died (or sent more than ``max_reply_bytes``).
+            pickle.UnpicklingError: the reply held something other than plain data.
+        """
+        self.requests.send_bytes(pickle.dumps(request))
+        return self.receive(wait_s, max_reply_bytes)
+
+    def exit_description(self) -> str:
+        """How the worker ended, for a message (waits briefly for it to be reaped)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=1.0)
+        status = self.process.poll()
+        if status is None:
+            return "it stopped answering"
+        if status < 0:
+            import signal
+
+            try:
+                name = signal.Signals(-status).name
+            except ValueError:
+                name = f"signal {-status}"
+            if -status == signal.SIGKILL:
+                return f"killed by {name}, likely the kernel's out-of-memory killer"
+            return f"killed by {name}"
+        return f"exit status {status}"
+
+    def kill(self) -> None:
+        """Kill the process and close the pipes."""
+        stop_worker(self.process, self.requests, self.responses, gentle=False)
+
+
+def stop_worker(process: subprocess.Popen, *connections: Connection, gentle: bool = True) -> None:
+    """Stop a worker (asking it first when ``gentle``) and close its pipes."""
+    if gentle and process.poll() is None:
+        try:
+            connections[0].send_bytes(pickle.dumps(("close",)))
+            process.wait(timeout=2.0)
+        except Exception:
+            pass
+    if process.poll() is None:
+        process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):  # pragma: no cover
+            process.wait(timeout=5.0)
+    for connection in connections:
+        with contextlib.suppress(OSError):
+            connection.close()
+
+
+class WorkerSlot:
+    """One engine's worker process, started on first use and replaced when needed.
+
+    A new process starts when there is none, when the last one died or overran, when this
+    process was forked (the worker and its pipes belong to the parent), or when the settings
+    (``key``) change. :meth:`ask` turns every way a query can fail into a reply tuple.
+
+    Args:
+        kind: ``"duckdb"`` or ``"sqlite"``.
+        path: the database file.
+        label: the engine's name in messages.
+
+    Example:
+        >>> import os, sqlite3, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.sqlite")
+        >>> sqlite3.connect(path).executescript("CREATE TABLE t(x); INSERT INTO t VALUES (7);")
+        <sqlite3.Cursor object at ...>
+        >>> slot = WorkerSlot("sqlite", path, "SQLite")
+        >>> slot.ask((1,), {}, 512, ("query", "SELECT x + 1 FROM t", 5.0, 10, 2**20, 5.0), 5.0)
+        ('ok', ('x + 1',), [(8,)])
+        >>> slot.close()
+    """
+
+    def __init__(self, kind: str, path: str | os.PathLike, label: str) -> None:
+        self.kind = kind
+        self.path = path
+        self.label = label
+        self.restarts = 0
+        self._lock = threading.Lock()
+        self._worker: WorkerProcess | None = None
+        self._key: object = None
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The current worker's process id (None before the first query)."""
+        return self._worker.process.pid if self._worker is not None else None
+
+    def _ensure(self, key: object, config: dict, headroom_mb: int) -> WorkerProcess:
+        if self._worker is not None and self._worker.owner != os.getpid():
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            self._worker, self._finalizer = None, None
+        if self._worker is not None and (
+            self._key != key or self._worker.process.poll() is not None
+        ):
+            self._discard()
+        if self._worker is None:
+            worker = WorkerProcess(self.kind, self.path, config, headroom_mb=headroom_mb)
+            self._worker, self._key = worker, key
+            self._finalizer = weakref.finalize(
+                self, stop_worker, worker.process, worker.requests, worker.responses
+            )
+        return self._worker
+
+    def _discard(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+            self.restarts += 1
+
+    def ask(
+        self, key: object, config: dict, headroom_mb: int, request: tuple, seconds_left: float
+    ) -> tuple:
+        """Run ``request`` (``("query", sql, timeout_s, max_rows, max_bytes, ...)``) in the worker.
+
+        The worker stops the query at its deadline itself; a worker that has not answered
+        ``seconds_left + 1 + timeout_s / 4`` seconds after the request (a built-in call that no
+        interrupt reaches, a stuck process) is killed and the query fails with ``timeout``.
+
+        Raises:
+            WorkerStartError: the worker could not start.
+        """
+        timeout_s, max_bytes = request[2], request[4]
+        with self._lock:
+            worker = self._ensure(key, config, headroom_mb)
+            try:
+                reply = worker.query(
+                    request, seconds_left + 1.0 + 0.25 * timeout_s, max_bytes + 2**20
+                )
+            except pickle.UnpicklingError as error:
+                self._discard()
+                return _error("engine", str(error))
+            except (EOFError, OSError):
+                how = worker.exit_description()
+                self._discard()
+                return _error(
+                    "runtime",
+                    f"the query crashed the {self.label} engine process ({how}); the engine was "
+                    "restarted",
+                )
+            if reply is None:
+                self._discard()
+                return _error("timeout", f"query ran longer than {timeout_s:g} s")
+            return reply
+
+    def close(self) -> None:
+        """Stop the worker process (asking it first)."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+                self._finalizer = None
+            self._worker = None
+
+
+# -- the worker's side -------------------------------------------------------------------------
 
 
 def serve(request_fd: int, response_fd: int) -> int:
@@ -295,8 +936,6 @@ def serve(request_fd: int, response_fd: int) -> int:
     Returns:
         The process exit status.
     """
-    from multiprocessing.connection import Connection
-
     requests = Connection(request_fd, writable=False)
     responses = Connection(response_fd, readable=False)
     try:
@@ -306,16 +945,30 @@ def serve(request_fd: int, response_fd: int) -> int:
     for entry in init.get("sys_path", []):
         if entry not in sys.path:
             sys.path.append(entry)
+    kind = init.get("kind", "duckdb")
+    headroom_mb = int(init.get("headroom_mb", 0))
     try:
-        import duckdb
+        if kind == "sqlite":
+            import sqlite3
 
-        connection = duckdb.connect(init["path"], read_only=True, config=init["config"])
+            heap_limit_mb = int(init.get("config", {}).get("heap_limit_mb", 0))
+            session = SQLiteSession(init["path"], fast=False, heap_limit_mb=heap_limit_mb)
+            version = sqlite3.sqlite_version
+            run = session.run
+        else:
+            import duckdb
+
+            session = _DuckDBSession(duckdb, init["path"], init["config"])
+            version = duckdb.__version__
+
+            def run(sql, timeout_s, max_rows, max_bytes, seconds_left=None):
+                return session.run(sql, timeout_s, max_rows, max_bytes)
+
     except BaseException as error:  # noqa: BLE001
         responses.send_bytes(pickle.dumps(_error("engine", f"{type(error).__name__}: {error}")))
         return 1
-    _limit_address_space(int(init.get("headroom_mb", 0)))
-    watchdog = Watchdog(connection.interrupt)
-    responses.send_bytes(pickle.dumps(("ready", duckdb.__version__)))
+    _limit_address_space(headroom_mb)
+    responses.send_bytes(pickle.dumps(("ready", version)))
     while True:
         try:
             request = pickle.loads(requests.recv_bytes())
@@ -323,19 +976,20 @@ def serve(request_fd: int, response_fd: int) -> int:
             break
         if request[0] == "close":
             break
-        reply = _run_query(duckdb, connection, watchdog, request)
+        max_bytes = request[4]
+        try:
+            reply = run(*request[1:6])
+        except MemoryError:
+            reply = _error("too_large", "the query needs more memory than allowed")
         try:
             payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         except MemoryError:
-            payload = pickle.dumps(_error("too_large", "the result is too large to return"))
-        if reply[0] == "ok" and len(payload) > request[4]:
-            payload = pickle.dumps(
-                _error("too_large", f"the result is larger than {request[4] // 2**20} MiB")
-            )
+            payload = pickle.dumps(_too_large(max_bytes))
+        if reply[0] == "ok" and len(payload) > max_bytes:
+            payload = pickle.dumps(_too_large(max_bytes))
         del reply
         responses.send_bytes(payload)
-    watchdog.stop()
-    connection.close()
+    session.close()
     return 0
 
 
