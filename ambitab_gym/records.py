@@ -7,8 +7,10 @@ It carries three kinds of fields, for the three audiences of the trust boundary:
 * :class:`Ambiguity` - what the oracle knows (terms, resolutions, frozen responses);
 * :class:`VerificationSpec` - what only the verifier reads (reference SQL, comparison rules).
 
-Records are JSON Lines; :func:`load_records` reads them and names the file, line, record id and
-field of anything malformed.
+Records are JSON Lines (UTF-8, one record per line, every line a record; the file may end with
+a newline and may start with a UTF-8 byte-order mark). :func:`load_records` reads them and names
+the file, line, record id and field of anything malformed - invalid UTF-8, a blank line, invalid
+JSON, a bad field, a repeated id - and says what to fix.
 """
 
 from __future__ import annotations
@@ -225,18 +227,42 @@ def parse_record(data: dict, *, where: str = "record") -> TaskRecord:
 
 
 def iter_records(path: str | Path) -> Iterator[TaskRecord]:
-    """Yield the records of a JSON Lines file, failing loudly on the first bad line."""
+    """Yield the records of a JSON Lines file, failing loudly on the first bad line.
+
+    Record ``i`` (from 0) is on line ``i + 1``: every line must hold a record. A blank line is
+    an error (JSON Lines has no empty values; a blank line in the middle usually means a record
+    was lost when the file was edited); only the newline that ends the last line is allowed.
+
+    Raises:
+        RecordError: naming the file and line (and the record id and field where there is one).
+    """
     path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
             where = f"{path}:{number}"
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte-order mark (Windows editors write one)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise RecordError(
+                    f"{where}: not valid UTF-8 (byte 0x{raw[error.start]:02x} at byte "
+                    f"{error.start + 1} of the line); save the file as UTF-8"
+                ) from None
+            if not line.strip():
+                raise RecordError(
+                    f"{where}: blank line; every line of a records file must hold one record "
+                    "(remove the line)"
+                )
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as error:
                 message = f"{where}: invalid JSON ({error.msg} at column {error.colno})"
                 raise RecordError(message) from None
+            except RecursionError:
+                raise RecordError(f"{where}: invalid JSON (nested too deeply)") from None
+            except ValueError as error:  # e.g. an integer literal of more than 4,300 digits
+                raise RecordError(f"{where}: invalid JSON ({error})") from None
             yield parse_record(data, where=where)
 
 

@@ -6,7 +6,9 @@ import json
 
 import pytest
 from factories import amb, make_record
+from tiny_corpus import write_tiny_corpus
 
+from ambitab_gym.corpora import load_corpus
 from ambitab_gym.records import RecordError, dump_records, load_records
 
 GOOD = {
@@ -77,3 +79,70 @@ def test_unknown_field_and_version(tmp_path):
 def test_counted_ambiguities_exclude_non_critical():
     record = make_record([amb("a", "top earners"), amb("b", "sorted", kind="non_critical")])
     assert record.m == 1 and [a.id for a in record.counted_ambiguities] == ["a"]
+
+
+# -- loader robustness (issue 11) -------------------------------------------------------------------
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "records.jsonl"
+    second = json.dumps(GOOD | {"id": "r2"}).replace("top earners", "top \xe9arners")
+    path.write_bytes((json.dumps(GOOD) + "\n").encode() + second.encode("latin-1") + b"\n")
+    with pytest.raises(RecordError) as error:
+        load_records(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}:2: not valid UTF-8 (byte 0xe9 at byte ")
+    assert "save the file as UTF-8" in message
+
+
+def test_blank_line_in_the_middle_is_an_error_naming_file_and_line(tmp_path):
+    path = write(tmp_path, GOOD, raw_lines=["   ", json.dumps(GOOD | {"id": "r2"})])
+    with pytest.raises(RecordError) as error:
+        load_records(path)
+    assert str(error.value) == (
+        f"{path}:2: blank line; every line of a records file must hold one record (remove the line)"
+    )
+
+
+def test_blank_line_at_the_end_is_an_error_but_one_final_newline_is_fine(tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n", encoding="utf-8")
+    assert [r.id for r in load_records(path)] == ["r1"]
+    path.write_text(json.dumps(GOOD), encoding="utf-8")  # no final newline
+    assert [r.id for r in load_records(path)] == ["r1"]
+    path.write_text(json.dumps(GOOD) + "\n\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=r"records.jsonl:2: blank line"):
+        load_records(path)
+
+
+def test_byte_order_mark_and_crlf_are_accepted(tmp_path):
+    path = tmp_path / "records.jsonl"
+    lines = [json.dumps(GOOD), json.dumps(GOOD | {"id": "r2"})]
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
+    assert [r.id for r in load_records(path)] == ["r1", "r2"]
+
+
+def test_huge_integer_and_deep_nesting_name_the_line(tmp_path):
+    huge = json.dumps(GOOD)[:-1] + ', "source": {"n": ' + "9" * 5000 + "}}"
+    with pytest.raises(RecordError, match=r"records.jsonl:2: invalid JSON \(Exceeds the limit"):
+        load_records(write(tmp_path, GOOD, raw_lines=[huge]))
+    deep = json.dumps(GOOD)[:-1] + ', "source": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(RecordError, match=r"records.jsonl:2: invalid JSON \(nested too deeply\)"):
+        load_records(write(tmp_path, GOOD, raw_lines=[deep]))
+
+
+@pytest.mark.parametrize("field", ["spec", "verification"])
+def test_unknown_database_fails_at_corpus_load(tmp_path, field):
+    folder = write_tiny_corpus(tmp_path / "tiny")
+    lines = (folder / "records.jsonl").read_text().splitlines()
+    third = json.loads(lines[2])
+    third[field]["database"] = "payroll"
+    lines[2] = json.dumps(third)
+    (folder / "records.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(RecordError) as error:
+        load_corpus(folder)
+    assert str(error.value) == (
+        f"{folder.resolve() / 'records.jsonl'}:3 (record {third['id']!r}): {field}.database: "
+        "unknown database 'payroll'; the manifest lists ['hr'] - add it to manifest.json "
+        "'databases' or correct the record"
+    )

@@ -185,6 +185,32 @@ class Corpus:
         self._by_id = {r.id: r for r in self.records}
         self._schemas: dict[str, str] = {}
         self._public: dict[str, PublicSpec] = {}
+        self._databases_checked = False
+
+    def check_databases(self) -> None:
+        """Fail unless every record names databases the manifest lists (:func:`load_corpus`
+        calls it, so a bad record fails at load, not at ``reset()``; ``validate`` reports it
+        as a ``manifest`` violation instead).
+
+        Raises:
+            RecordError: naming the records file, the line, the record id and the field.
+        """
+        if self._databases_checked:
+            return
+        known = self.manifest.databases
+        path = self.path / self.manifest.records.file
+        for line, record in enumerate(self.records, start=1):  # record i is on line i + 1
+            for field, name in (
+                ("spec.database", record.spec.database),
+                ("verification.database", record.verification.database),
+            ):
+                if name not in known:
+                    raise RecordError(
+                        f"{path}:{line} (record {record.id!r}): {field}: unknown database "
+                        f"{name!r}; the manifest lists {sorted(known)} - add it to "
+                        "manifest.json 'databases' or correct the record"
+                    )
+        self._databases_checked = True
 
     @property
     def name(self) -> str:
@@ -421,13 +447,17 @@ def load_corpus(
 
     Raises:
         CorpusNotFound: listing the corpora that are available.
+        RecordError: a malformed record, or one naming a database the manifest does not list
+            (file, line, record id and field).
     """
     if isinstance(reference, Corpus):
+        reference.check_databases()
         return reference
     folder, origin = resolve_corpus(reference)
     corpus = Corpus(
         folder, origin=origin, limits=limits, engine_override=engine_override, options=options
     )
+    corpus.check_databases()
     logger.info(
         "ambitab-gym: corpus %r resolved from %r: %s, %s",
         corpus.name,
