@@ -500,7 +500,7 @@ SQL_KEYWORDS: frozenset[str] = frozenset(
 #: Instructions the upstream loaders add to a request; never a term.
 INSTRUCTIONS: tuple[str, ...] = ("show them in one table",)
 
-_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_']*[A-Za-z0-9_]|)(?:[-.][A-Za-z0-9_']+)*")
+_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_']*[A-Za-z0-9_]|)(?:[-./][A-Za-z0-9_']+)*")
 _SQL_SIGNS = re.compile(
     r"[=<>*]|\b[A-Za-z_][A-Za-z0-9_]*\(|\b[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]+\b"
 )
@@ -681,15 +681,48 @@ def _trim(tokens: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
     return tokens
 
 
+_POSSESSIVE = re.compile(r"(?:'s|\u2019s|')$", re.IGNORECASE)
+#: Auxiliaries and copulas: a phrase found by :func:`common_phrase` never spans one.
+_CLAUSE_WORDS = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "have",
+        "has",
+        "had",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+    ]
+)
+
+
 def _span(text: str, tokens: list[tuple[str, int, int]]) -> Span:
+    """The span of tokens, without a possessive ending on the last one."""
     start, end = tokens[0][1], tokens[-1][2]
+    found = _POSSESSIVE.search(tokens[-1][0])
+    if found and len(tokens[-1][0]) > len(found.group(0)) + 1:
+        end -= len(found.group(0))
     return Span(start, end, text[start:end])
 
 
-def _adjacent(text: str, left: tuple[str, int, int], right: tuple[str, int, int]) -> bool:
-    """Whether only spaces separate two tokens (no punctuation, no line break)."""
-    between = text[left[2] : right[1]]
-    return between.strip(" \t") == ""
+def _adjacent(
+    text: str, left: tuple[str, int, int], right: tuple[str, int, int], *, comma: bool = False
+) -> bool:
+    """Whether only spaces (and, with ``comma``, one comma) separate two tokens."""
+    between = text[left[2] : right[1]].strip(" \t")
+    return between == "" or (comma and between == ",")
 
 
 def find_phrase(text: str, phrase: str, *, stem: bool = False) -> Span | None:
@@ -700,6 +733,10 @@ def find_phrase(text: str, phrase: str, *, stem: bool = False) -> Span | None:
     Span(start=14, end=44, phrase='average number of oxygen atoms')
     >>> find_phrase("How much does the youngest dog weigh?", "weight", stem=True).phrase
     'weigh'
+    >>> find_phrase("What are the labels for TR000, TR001 and TR002?", "TR000, TR001 and TR002").phrase
+    'TR000, TR001 and TR002'
+    >>> find_phrase("What was noted on 2019/9/14?", "2019/9/14").phrase
+    '2019/9/14'
     >>> find_phrase("no match here", "gym") is None
     True
     """
@@ -711,7 +748,9 @@ def find_phrase(text: str, phrase: str, *, stem: bool = False) -> Span | None:
         window = tokens[i : i + len(wanted)]
         if all(
             words_match(t[0], w, stem=stem) for t, w in zip(window, wanted, strict=True)
-        ) and all(_adjacent(text, a, b) for a, b in zip(window, window[1:], strict=False)):
+        ) and all(
+            _adjacent(text, a, b, comma=True) for a, b in zip(window, window[1:], strict=False)
+        ):
             return _span(text, window)
     return None
 
@@ -722,21 +761,30 @@ def common_phrase(
     """The longest run of a source text's words that the text also has, in the text's words.
 
     The run never starts or ends with a function word and holds at least one other word; runs
-    made only of excluded words (e.g. a table's noun) do not count. Ties go to the earlier
-    position in the text.
+    made only of excluded words (e.g. a table's noun) do not count. Among runs of one length,
+    a run holding the source's last content word (the head of a noun phrase, the concept of
+    "A means B") wins, then the earlier position in the text.
 
     >>> common_phrase("Which atoms are connected in single type bonds?",
     ...               "single type bond refers to bond_type = '-'").phrase
     'single type bonds'
     >>> common_phrase("What is the name of the document?", "document name", exclude=["document"]).phrase
     'name'
+    >>> common_phrase("Of 100 molecules, how many are carcinogenic?", "molecules are carcinogenic").phrase
+    'carcinogenic'
+    >>> common_phrase("How many of the molecules are carcinogenic?", "molecules are carcinogenic").phrase
+    'carcinogenic'
+    >>> common_phrase("What is Abomination's eye colour?", "Abomination refers to superhero_name").phrase
+    'Abomination'
     >>> common_phrase("Which shops are popular?", "the of a") is None
     True
     """
     text_tokens = _tokens(text)
     source_words = [w for w, _, _ in _tokens(source)]
+    content_words = [w for w in source_words if not is_stop_word(w)]
+    head = content_words[-1] if content_words else ""
     excluded = {e.lower() for e in exclude}
-    best: tuple[int, int, int] | None = None  # (length, -start, start index)
+    best: tuple[int, int, int] | None = None  # (length, holds the head, -start)
     best_tokens: list[tuple[str, int, int]] = []
     for i in range(len(text_tokens)):
         for j in range(len(source_words)):
@@ -745,7 +793,11 @@ def common_phrase(
                 i + n < len(text_tokens)
                 and j + n < len(source_words)
                 and words_match(text_tokens[i + n][0], source_words[j + n], stem=stem)
-                and (n == 0 or _adjacent(text, text_tokens[i + n - 1], text_tokens[i + n]))
+                and text_tokens[i + n][0].lower() not in _CLAUSE_WORDS
+                and (
+                    n == 0
+                    or _adjacent(text, text_tokens[i + n - 1], text_tokens[i + n], comma=True)
+                )
             ):
                 n += 1
             run = _trim(text_tokens[i : i + n])
@@ -754,7 +806,8 @@ def common_phrase(
             content = [t for t in run if not is_stop_word(t[0])]
             if all(any(words_match(t[0], e) for e in excluded) for t in content):
                 continue
-            key = (len(run), -run[0][1], 0)
+            holds_head = int(any(words_match(t[0], head) for t in run)) if head else 0
+            key = (len(run), holds_head, -run[0][1])
             if best is None or key > best:
                 best, best_tokens = key, run
     return _span(text, best_tokens) if best_tokens else None

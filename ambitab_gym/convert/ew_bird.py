@@ -1,11 +1,16 @@
 """BIRD records and databases -> AmbiTab-EW-Bird (evidence withheld).
 
 BIRD's ``evidence`` field holds hints separated by semicolons. Each hint becomes a masked
-knowledge ambiguity: its term is the concept the hint defines ("X refers to ..." -> "X"), its
-resolution is the hint, and the hint is withheld from the visible prompt (the public spec holds
-the question only). Hints that define the same term are merged. Rows without evidence are
-dropped (``no_evidence``): only ambiguity-bearing rows are evaluated. BIRD train becomes
-``train`` and BIRD dev (or Mini-Dev) ``dev``.
+knowledge ambiguity: its term is the phrase of the question the hint is about, as the question
+writes it (``X`` of "X refers to Y" when the question uses it, plurals tolerated; when ``X`` is
+a column or an SQL fragment, the question's phrase for ``Y`` - "carcinogenic" for "label = '+'
+means molecules are carcinogenic" - with the column as an alias), its resolution is the hint,
+and the hint is withheld from the visible prompt (the public spec holds the question only).
+Hints that resolve to the same phrase are merged; a hint about no phrase of the question is
+merged into the row's previous ambiguity (counted in ``provenance.merged_unlocated_hints``), and
+a row none of whose hints names a phrase of the question is dropped (``no_term_in_request``).
+Rows without evidence are dropped (``no_evidence``): only ambiguity-bearing rows are evaluated.
+BIRD train becomes ``train`` and BIRD dev (or Mini-Dev) ``dev``.
 
 The paper's row filter (keep a row when a model fails without the evidence and succeeds with
 it) is the optional :class:`~ambitab_gym.convert.hooks.EvidenceBenefitFilter`, switched on by
@@ -13,7 +18,8 @@ it) is the optional :class:`~ambitab_gym.convert.hooks.EvidenceBenefitFilter`, s
 
 * :func:`convert` - the converter entry point.
 * :func:`split_evidence` - hints of an evidence string.
-* :func:`hint_term` - the concept a hint defines.
+* :func:`hint_term` - the concept a hint defines; :func:`locate_hint` - the question's phrase
+  for a hint.
 * :func:`find_bird_files`, :func:`register_bird_databases` - shared with :mod:`.bird`.
 """
 
@@ -29,11 +35,16 @@ from ambitab_gym.convert.common import (
     Conversion,
     Drop,
     Item,
+    TermChoice,
     Workspace,
+    common_phrase,
+    find_phrase,
+    find_term,
     malformed,
     progress,
     read_json_or_jsonl,
     sha256_file,
+    term_problem,
 )
 from ambitab_gym.records import TaskRecord, parse_record
 
@@ -42,6 +53,7 @@ __all__ = [
     "convert",
     "find_bird_files",
     "hint_term",
+    "locate_hint",
     "register_bird_databases",
     "split_evidence",
 ]
@@ -101,6 +113,78 @@ def hint_term(hint: str) -> str:
     return hint.strip()
 
 
+_IDENTIFIER = re.compile(
+    r"^\s*`?([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)?)`?\s*(?:$|[=<>!]|\bin\b|\blike\b)", re.I
+)
+
+
+def _column_of(text: str) -> str | None:
+    """The column a hint's left side names (``label`` of ``label = '+'``), else None."""
+    found = _IDENTIFIER.match(text)
+    if not found:
+        return None
+    name = found.group(1).split(".")[-1]
+    looks_like_column = "_" in name or text.strip() != found.group(1) or name.islower()
+    return name if looks_like_column and term_problem(name) is None else None
+
+
+def locate_hint(hint: str, question: str) -> TermChoice | None:
+    """The phrase of the question a hint is about, as the question writes it.
+
+    In order: ``X`` of "X refers to Y" (plurals tolerated); the longest run of ``X``'s words
+    the question has; when ``X`` is a column or SQL, the question's phrase for ``Y`` (the
+    column goes into the aliases); the longest run of the hint's words the question has.
+    Function words, SQL keywords and SQL fragments never qualify
+    (:func:`~ambitab_gym.convert.common.term_problem`). None when nothing fits.
+
+    >>> locate_hint("average number of oxygen atom = AVG(element = 'o')",
+    ...             "Calculate the average number of oxygen atoms in single-bonded molecules.")
+    TermChoice(term='average number of oxygen atoms', aliases=(), origin='evidence')
+    >>> locate_hint("label = '+' means molecules are carcinogenic",
+    ...             "Of the first 100 molecules in number order, how many are carcinogenic?")
+    TermChoice(term='carcinogenic', aliases=('label',), origin='evidence')
+    >>> locate_hint("percent = MULTIPLY(DIVIDE(SUM(gender = 'Female'), COUNT(id)), 100)",
+    ...             "How many percent of female heroes are there?").term
+    'percent'
+    >>> locate_hint("label = '+' mean molecules are carcinogenic",
+    ...             "What is the carcinogenic label for bond TR001_2_4?")
+    TermChoice(term='carcinogenic', aliases=('label',), origin='evidence')
+    >>> locate_hint("double bond refers to bond_type = ' = '", "Which atoms are double bonded?").term
+    'double bonded'
+    >>> locate_hint("Should consider the distinct atoms when counting", "How many atoms are there?").term
+    'atoms'
+    >>> locate_hint("full name refers to first_name, last_name", "What's Angela Sanders's major?") is None
+    True
+    """
+    left, right = hint, ""
+    for pattern in (_STRONG, _WEAK):
+        parts = pattern.split(hint, maxsplit=1)
+        if len(parts) == 2 and parts[0].strip():
+            left, right = parts[0].strip().strip("'\"`").strip(), parts[1]
+            break
+    column = _column_of(left) if right else None
+    usable = term_problem(left) is None
+    plain_right = term_problem(right) is None  # "'+' means molecules are carcinogenic"
+    attempts = []
+    if column is not None and plain_right:
+        attempts.append((common_phrase(question, right, stem=True), (column,)))
+    if usable:
+        attempts.append((find_phrase(question, left, stem=True), ()))
+    if column is not None or not usable:
+        attempts.append((common_phrase(question, right, stem=True), (column,) if column else ()))
+    if usable:
+        attempts.append((common_phrase(question, left, stem=True), ()))
+    attempts.append((common_phrase(question, hint, stem=True), (column,) if column else ()))
+    for span, aliases in attempts:
+        if span is None or term_problem(span.phrase) is not None:
+            continue
+        if find_term(question, span.phrase) is None:
+            continue
+        kept = tuple(a for a in aliases if a.lower() != span.phrase.lower())
+        return TermChoice(span.phrase, kept, "evidence")
+    return None
+
+
 def find_bird_files(source: Path) -> list[tuple[Path, str]]:
     """BIRD task files under ``source`` with their AmbiTab split.
 
@@ -144,37 +228,68 @@ def register_bird_databases(options: BuildOptions, workspace: Workspace, db_ids:
                 workspace.add_file(db_id, path)
 
 
-def _ambiguities(hints: list[str]) -> list[dict]:
+def _ambiguities(question: str, hints: list[str], finder=None) -> tuple[list[dict], dict, int]:
+    """The row's knowledge ambiguities, their term origins and the number of merged hints."""
     merged: dict[str, dict] = {}
+    origins: dict[str, str] = {}
+    pending: list[str] = []  # hints about no phrase of the question, before the first located
+    last: str | None = None
+    unlocated = 0
     for hint in hints:
-        term = hint_term(hint)
-        key = " ".join(term.lower().split())
+        choice = locate_hint(hint, question)
+        if choice is None and finder is not None:
+            found = finder.find(question, hint)
+            if found and term_problem(found) is None and find_term(question, found) is not None:
+                choice = TermChoice(found, (), "llm")
+        if choice is None:
+            unlocated += 1
+            if last is None:
+                pending.append(hint)
+            else:
+                merged[last]["resolution"] += f"; {hint}"
+                merged[last]["evidence"] += f"; {hint}"
+            continue
+        key = " ".join(choice.term.lower().split())
         if key in merged:
             merged[key]["resolution"] += f"; {hint}"
             merged[key]["evidence"] += f"; {hint}"
+            for alias in choice.aliases:
+                if alias.lower() not in {a.lower() for a in merged[key]["aliases"]}:
+                    merged[key]["aliases"].append(alias)
+            last = key
             continue
+        ident = f"hint_{len(merged) + 1}"
+        text = "; ".join([*pending, hint])
+        pending = []
         merged[key] = {
-            "id": f"hint_{len(merged) + 1}",
-            "term": term,
+            "id": ident,
+            "term": choice.term,
+            "aliases": list(choice.aliases),
             "kind": "knowledge",
-            "resolution": hint,
-            "evidence": hint,
+            "resolution": text,
+            "evidence": text,
         }
-    return list(merged.values())
+        origins[ident] = choice.origin
+        last = key
+    return list(merged.values()), origins, unlocated
 
 
-def _record(row: dict, split: str, label: str, hints: list[str]) -> TaskRecord:
+def _record(row: dict, split: str, label: str, hints: list[str], finder=None) -> TaskRecord | None:
     qid = row.get("question_id", row.get("_index"))
     record_id = f"ew_bird-{split}-{qid}"
     sql = row["SQL"].strip()
+    question = row["question"].strip()
+    ambiguities, origins, unlocated = _ambiguities(question, hints, finder)
+    if not ambiguities:
+        return None
     return parse_record(
         {
             "id": record_id,
             "avt_id": record_id,
             "corpus": "ew_bird",
             "split": split,
-            "spec": {"request": row["question"].strip(), "database": row["db_id"]},
-            "ambiguities": _ambiguities(hints),
+            "spec": {"request": question, "database": row["db_id"]},
+            "ambiguities": ambiguities,
             "verification": {
                 "engine": "sqlite",
                 "database": row["db_id"],
@@ -187,6 +302,8 @@ def _record(row: dict, split: str, label: str, hints: list[str]) -> TaskRecord:
                 "question_id": row.get("question_id"),
                 "difficulty": row.get("difficulty"),
                 "evidence": row.get("evidence", ""),
+                "term_origin": origins,
+                "merged_unlocated_hints": unlocated,
             },
         },
         where=f"{label}#{qid}",
@@ -229,7 +346,13 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             LLMClient(options.llm_url, options.model or "", seed=options.seed)
         )
         conversion.notes["row_filter"] = "evidence benefit (model fails without, succeeds with)"
+    finder = None
+    if options.llm_url:
+        from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
+
+        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
     seen: set[str] = set()
+    merged_hints = 0
     for label, split, rows in rows_by_file:
         for index, row in progress(
             list(enumerate(rows)), desc=f"ew-bird {label}", enabled=options.show_progress
@@ -241,10 +364,16 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
                 conversion.drops.append(Drop(key, "no_evidence", "the row has no evidence hint"))
                 continue
             try:
-                record = _record(row, split, label, hints)
+                record = _record(row, split, label, hints, finder)
             except MALFORMED as error:
                 conversion.drops.append(malformed(key, error))
                 continue
+            if record is None:
+                conversion.drops.append(
+                    Drop(key, "no_term_in_request", "no hint is about a phrase of the question")
+                )
+                continue
+            merged_hints += int(record.source.get("merged_unlocated_hints") or 0)
             if record.id in seen:
                 conversion.drops.append(Drop(key, "duplicate_row", f"{record.id} appears twice"))
                 continue
@@ -262,4 +391,5 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
                     conversion.drops.append(Drop(key, "no_evidence_benefit", why))
                     continue
             conversion.items.append(Item(key, [record]))
+    conversion.notes["merged_unlocated_hints"] = merged_hints
     return conversion
