@@ -1,38 +1,55 @@
-"""TACO's per-query JSON files and databases -> AmbiTab-TACO.
+"""TACO-Benchmark, read in its released tree -> AmbiTab-TACO.
 
-TACO ships one folder per database (with a ``schema.json``) and one JSON file per query
-(``sql``, ``natural_language_query``, ``problem_description``, ``results``, ``database``,
-``tables``). This converter keeps single-table ``SELECT`` queries and verbalizes each one
-deterministically from its SQL, withholding:
+Upstream layout (one tree per split, ``us/`` and ``beijing/``)::
+
+    <split>/data/new_schema/<db>_schema.json           {"tables": [{"table_name", "table_comment", ...}]}
+    <split>/data/database/<db>/<db>.db                 SQLite (+ <db>.json, a dump; not read)
+    <split>/data/new_sql_nl_single/<db>/generated_nl_query_<N>.json
+    <split>/data/new_sql_single/<db>/generated_nl_query_<N>.json       (us)
+    <split>/data/new_sql_single/<db>/generated_sql_statement_<N>.json  (beijing: no NL fields)
+    <split>/data/new_sql_cross/<db1>_<db2>/*.json      cross-database queries
+
+Query fields: ``sql, problem_description, natural_language_query, results`` (0 or rows),
+``"sql skeleton", database, tables``. ``--source`` is the checkout (holding the split folders),
+one split folder, or its ``data/`` folder; database names may hold spaces and dots.
+
+The paper's pool is the **US single-table SELECTs**: only the ``us`` split is converted by default
+(other splits' files are counted as ``split_not_converted``; ``BuildOptions.extra["taco_splits"]``
+lists the splits to convert), cross-database files are counted as ``cross_database``. Each kept
+query is verbalized deterministically from its SQL, withholding:
 
 * the **table** (always): the request names only what the candidate tables share ("the
   crashes table" for ``crashes_2019`` / ``crashes_2020``);
-* a **literal value** when TACO's own natural-language query does not state it ("the given
-  county" instead of ``'Kent'``).
+* a **literal value** that the query's own natural-language text does not state ("the given
+  county" instead of ``'Kent'``); without natural-language fields every literal is stated.
 
-A query is kept when it executes with a nonempty result and some other table of its database
-that has every column the query uses gives a different result (a result-distinct table
-alternative). Value alternatives are not required to change the result. Each kept query is one
-record (its AVT's only reading) with one ambiguity per withheld choice.
-
-Databases: ``<db>.sqlite`` (or any ``*.sqlite``/``*.db``) in the database folder, else one CSV
-file per table, loaded into SQLite.
+A query is kept when it executes with a nonempty result and another table of its database with
+every column it uses gives a different result. Queries whose requests coincide on one database are
+the readings of one AVT (their withheld choices differ); a reading whose choices repeat an
+earlier one's is dropped (``indistinguishable_reading``). Every malformed file is a counted drop
+that names the file and field; nothing upstream aborts the build.
 
 * :func:`convert` - the converter entry point.
 * :func:`verbalize` - the request for a parsed query.
 * :func:`swap_table` - the query over another table.
+* :func:`table_stem` - what candidate table names share.
+* :func:`phrase_span` - where a phrase occurs in a text, as whole words (candidate for
+  ``convert.common``).
 """
 
 from __future__ import annotations
 
-import csv
+import hashlib
 import json
 import re
 import sqlite3
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from ambitab_gym.convert.common import (
     MALFORMED,
@@ -43,7 +60,6 @@ from ambitab_gym.convert.common import (
     Item,
     Workspace,
     compare_for,
-    malformed,
     progress,
     sha256_file,
     slug,
@@ -52,13 +68,32 @@ from ambitab_gym.records import parse_record
 from ambitab_gym.verify.base import QueryError
 from ambitab_gym.verify.compare import results_match
 
-__all__ = ["convert", "swap_table", "table_stem", "verbalize"]
+__all__ = ["convert", "phrase_span", "swap_table", "table_stem", "verbalize"]
 
 UPSTREAM = {
     "name": "TACO",
     "citation": "Deng et al., 2026 (TACO)",
     "licence": "no licence is stated upstream; the built corpus is for the user's own research",
 }
+
+#: splits converted by default (the paper's pool)
+POOL_SPLITS: tuple[str, ...] = ("us",)
+#: single-database query folders, read in this order (a query in both is kept once)
+QUERY_FOLDERS: tuple[tuple[str, str], ...] = (
+    ("new_sql_nl_single", "nl"),
+    ("new_sql_single", "sql"),
+)
+CROSS_FOLDER = "new_sql_cross"
+#: record split of each upstream split
+SPLIT_NAMES = {"us": "all"}
+
+_ERRORS: tuple[type[BaseException], ...] = (
+    *MALFORMED,
+    SqlglotError,
+    RecursionError,
+    sqlite3.Error,
+    UnicodeError,
+)
 
 _AGG = {
     exp.Count: "number of",
@@ -76,26 +111,76 @@ _OPS = {
     exp.LTE: "is at most",
     exp.Like: "matches",
 }
+#: words never used to name a table (articles, prepositions, and table-ish filler)
+_FILLER = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "of",
+        "on",
+        "or",
+        "per",
+        "the",
+        "to",
+        "with",
+        "table",
+        "tables",
+        "data",
+        "dataset",
+        "tbl",
+    ]
+)
 
 
 def _words(name: str) -> str:
     return " ".join(re.sub(r"[_\s]+", " ", name).split())
 
 
+def phrase_span(text: str, phrase: str) -> tuple[int, int] | None:
+    """Where ``phrase`` first occurs in ``text`` as whole words (case-insensitive, any spacing).
+
+    >>> phrase_span("Using the crashes table, list the month.", "crashes table")
+    (10, 23)
+    >>> phrase_span("the average price", "age") is None
+    True
+    """
+    words = [re.escape(w) for w in phrase.split()]
+    if not words:
+        return None
+    pattern = r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)"
+    found = re.search(pattern, text, re.IGNORECASE)
+    return found.span() if found else None
+
+
+def _tokens(name: str) -> list[str]:
+    return [t for t in re.split(r"[_\W\d]+", name.lower()) if len(t) > 1 and t not in _FILLER]
+
+
 def table_stem(tables: list[str]) -> str:
-    """What the names of candidate tables share, as words (their distinguishing parts dropped).
+    """What the names of candidate tables share, as words (distinguishing parts and filler
+    words dropped); empty when they share nothing.
 
     >>> table_stem(["crashes_2019", "crashes_2020"])
     'crashes'
     >>> table_stem(["ny_schools", "nj_schools", "ct_schools"])
     'schools'
+    >>> table_stem(["Crash Data 2019", "Crash Data 2020"])
+    'crash'
     >>> table_stem(["alpha", "beta"])
-    'data'
+    ''
     """
-    token_lists = [[t for t in re.split(r"[_\W\d]+", name.lower()) if t] for name in tables]
-    common = set(token_lists[0]).intersection(*map(set, token_lists[1:])) if token_lists else set()
-    words = [t for t in token_lists[0] if t in common] if token_lists else []
-    return " ".join(dict.fromkeys(words)) or "data"
+    token_lists = [_tokens(name) for name in tables]
+    if not token_lists:
+        return ""
+    common = set(token_lists[0]).intersection(*map(set, token_lists[1:]))
+    return " ".join(dict.fromkeys(t for t in token_lists[0] if t in common))
 
 
 def _literal_text(node: exp.Expression) -> str:
@@ -104,7 +189,9 @@ def _literal_text(node: exp.Expression) -> str:
     return node.sql()
 
 
-def _column_phrase(node: exp.Expression) -> str:
+def _column_phrase(node: exp.Expression | None) -> str:
+    if node is None:
+        return "values"
     if isinstance(node, exp.Column):
         return _words(node.name)
     if isinstance(node, exp.Star):
@@ -117,7 +204,7 @@ def _column_phrase(node: exp.Expression) -> str:
                 inner = inner.expressions[0] if inner.expressions else inner
             if kind is exp.Count and (inner is None or isinstance(inner, exp.Star)):
                 return "number of records"
-            what = _column_phrase(inner) if inner is not None else "values"
+            what = _column_phrase(inner)
             if kind is exp.Count:
                 return f"number of {'distinct ' if distinct else ''}{what} values"
             return f"{word} {what}"
@@ -126,14 +213,7 @@ def _column_phrase(node: exp.Expression) -> str:
     return node.sql()
 
 
-class _Withheld:
-    """Literal values withheld from the request: column words -> (literal, SQL condition)."""
-
-    def __init__(self) -> None:
-        self.values: list[tuple[str, str, str]] = []  # (column words, literal, condition sql)
-
-
-def _condition(node: exp.Expression, stated: str, withheld: _Withheld) -> str:
+def _condition(node: exp.Expression, stated: str | None, withheld: list) -> str:
     if isinstance(node, exp.And):
         return f"{_condition(node.left, stated, withheld)} and {_condition(node.right, stated, withheld)}"
     if isinstance(node, exp.Or):
@@ -159,41 +239,45 @@ def _condition(node: exp.Expression, stated: str, withheld: _Withheld) -> str:
             column = _column_phrase(left)
             if isinstance(right, exp.Literal):
                 value = _literal_text(right)
-                if isinstance(left, exp.Column) and not _is_stated(value, stated):
-                    withheld.values.append((column, value, node.sql()))
+                if (
+                    stated is not None
+                    and isinstance(left, exp.Column)
+                    and phrase_span(stated, value) is None
+                ):
+                    withheld.append((column, value, node.sql(dialect="sqlite"), words))
                     return f"{column} {words} the given {column}"
                 return f"{column} {words} {value}"
             return f"{column} {words} {_column_phrase(right)}"
-    return node.sql()
+    return node.sql(dialect="sqlite")
 
 
-def _is_stated(value: str, stated: str) -> bool:
-    pattern = r"(?<!\w)" + re.escape(value.lower().strip()) + r"(?!\w)"
-    return re.search(pattern, stated) is not None
-
-
-def verbalize(tree: exp.Select, stem: str, stated: str) -> tuple[str, list[tuple[str, str, str]]]:
+def verbalize(
+    tree: exp.Select, stem: str, stated: str | None
+) -> tuple[str, list[tuple[str, str, str, str]]]:
     """The request for a single-table SELECT, withholding the table and unstated literals.
 
     Args:
         tree: the parsed query.
-        stem: what the candidate tables share (see :func:`table_stem`).
-        stated: lower-cased text of TACO's natural-language query (literals it states are
-            stated in the request too).
+        stem: the words naming the candidate tables (see :func:`table_stem`).
+        stated: the query's own natural-language text (a literal it does not state is
+            withheld); ``None`` when upstream has none: every literal is stated.
 
     Returns:
-        The request and the withheld values ``(column words, literal, condition SQL)``.
+        The request and the withheld values ``(column words, literal, condition SQL, operator
+        words)``.
 
     >>> tree = sqlglot.parse_one("SELECT COUNT(*) FROM crashes_2019 WHERE county = 'Kent' AND injuries > 2")
-    >>> verbalize(tree, "crashes", "how many crashes with over 2 injuries in kent?")[0]
+    >>> verbalize(tree, "crashes", "How many crashes with over 2 injuries in Kent?")[0]
     'Using the crashes table, find the number of records where county is Kent and injuries is greater than 2.'
-    >>> request, withheld = verbalize(tree, "crashes", "how many crashes had over 2 injuries?")
+    >>> request, withheld = verbalize(tree, "crashes", "How many crashes had over 2 injuries?")
     >>> request
     'Using the crashes table, find the number of records where county is the given county and injuries is greater than 2.'
     >>> withheld
-    [('county', 'Kent', "county = 'Kent'")]
+    [('county', 'Kent', "county = 'Kent'", 'is')]
+    >>> verbalize(tree, "crashes", None)[1]
+    []
     """
-    withheld = _Withheld()
+    withheld: list[tuple[str, str, str, str]] = []
     items = [_column_phrase(e) for e in tree.expressions]
     what = ", ".join(f"the {i}" if not i.startswith("all ") else i for i in items)
     distinct = " distinct" if tree.args.get("distinct") else ""
@@ -220,14 +304,11 @@ def verbalize(tree: exp.Select, stem: str, stated: str) -> tuple[str, list[tuple
     limit = tree.args.get("limit")
     if limit is not None and limit.expression is not None:
         text += f", only the first {limit.expression.sql()}"
-    return text + ".", withheld.values
+    return text + ".", withheld
 
 
-def _single_table(sql: str) -> tuple[exp.Select, str] | None:
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except sqlglot.errors.ParseError:
-        return None
+def _single_table(tree: exp.Expression) -> str | None:
+    """The table of a single-table SELECT, else None."""
     if not isinstance(tree, exp.Select) or tree.args.get("joins") or tree.args.get("with"):
         return None
     if any(
@@ -239,7 +320,7 @@ def _single_table(sql: str) -> tuple[exp.Select, str] | None:
     tables = list(tree.find_all(exp.Table))
     if len(tables) != 1:
         return None
-    return tree, tables[0].name
+    return tables[0].name
 
 
 def swap_table(tree: exp.Select, old: str, new: str) -> str:
@@ -247,6 +328,8 @@ def swap_table(tree: exp.Select, old: str, new: str) -> str:
 
     >>> swap_table(sqlglot.parse_one("SELECT t1.a FROM t1 WHERE t1.b = 1"), "t1", "t2")
     'SELECT t2.a FROM t2 WHERE t2.b = 1'
+    >>> swap_table(sqlglot.parse_one('SELECT a FROM "Crash Data 2019"'), "Crash Data 2019", "Crash Data 2020")
+    'SELECT a FROM "Crash Data 2020"'
     """
     copy = tree.copy()
     for table in copy.find_all(exp.Table):
@@ -258,167 +341,223 @@ def swap_table(tree: exp.Select, old: str, new: str) -> str:
     return copy.sql(dialect="sqlite")
 
 
-def _csv_database(folder: Path, target: Path) -> None:
-    connection = sqlite3.connect(target)
-    connection.execute("PRAGMA synchronous = OFF")
-    try:
-        for path in sorted(folder.glob("*.csv")):
-            with path.open(newline="", encoding="utf-8") as handle:
-                rows = list(csv.reader(handle))
-            if not rows:
-                continue
-            header, body = rows[0], rows[1:]
-            kinds = []
-            for i in range(len(header)):
-                values = [r[i] for r in body if i < len(r) and r[i] != ""]
-                kinds.append(_kind(values))
-            columns = ", ".join(f'"{h}" {k}' for h, k in zip(header, kinds, strict=True))
-            connection.execute(f'CREATE TABLE "{path.stem}" ({columns})')
-            marks = ", ".join("?" for _ in header)
-            converted = [
-                [_convert(v, kinds[i]) if i < len(r) else None for i, v in enumerate(r)]
-                for r in body
-            ]
-            connection.executemany(f'INSERT INTO "{path.stem}" VALUES ({marks})', converted)
-        connection.commit()
-    finally:
-        connection.close()
+# -- the upstream tree ------------------------------------------------------------------------
 
 
-def _kind(values: list[str]) -> str:
-    def all_match(pattern: str) -> bool:
-        return bool(values) and all(re.fullmatch(pattern, v.strip()) for v in values)
-
-    if all_match(r"-?\d+"):
-        return "INTEGER"
-    if all_match(r"-?\d+(\.\d*)?([eE]-?\d+)?"):
-        return "REAL"
-    return "TEXT"
+@dataclass(frozen=True)
+class _Split:
+    name: str
+    data: Path  # <split>/data
 
 
-def _convert(value: str, kind: str):
-    if value == "":
-        return None
-    if kind == "INTEGER":
-        return int(value)
-    if kind == "REAL":
-        return float(value)
-    return value
+def _splits(source: Path) -> list[_Split]:
+    """The split trees under ``--source`` (checkout, split folder or data folder)."""
 
-
-def _database_folders(options: BuildOptions) -> dict[str, Path]:
-    roots = [options.source if options.source.is_dir() else options.source.parent]
-    if options.databases is not None:
-        roots.insert(0, options.databases)
-    found: dict[str, Path] = {}
-    for root in roots:
-        for schema in sorted(root.rglob("schema.json")):
-            found.setdefault(schema.parent.name, schema.parent)
-    return found
-
-
-def _register(name: str, folder: Path, workspace: Workspace) -> bool:
-    files = (
-        [folder / f"{name}.sqlite"] + sorted(folder.glob("*.sqlite")) + sorted(folder.glob("*.db"))
-    )
-    for path in files:
-        if path.is_file():
-            workspace.add_file(name, path)
-            return True
-    if any(folder.glob("*.csv")):
-        workspace.add_built(name, lambda target, _f=folder: _csv_database(_f, target))
-        return True
-    return False
-
-
-def _columns(workspace: Workspace, database: str) -> dict[str, set[str]]:
-    """Table -> lower-cased column names (read with a plain read-only connection)."""
-    connection = sqlite3.connect(f"file:{workspace.path(database)}?mode=ro", uri=True)
-    try:
-        tables = connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "ORDER BY name"
-        ).fetchall()
-        out = {}
-        for (table,) in tables:
-            info = connection.execute(f'PRAGMA table_info("{table}")').fetchall()
-            out[table] = {row[1].lower() for row in info}
-    finally:
-        connection.close()
-    return out
-
-
-def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
-    """Convert TACO's data folder (database folders with ``schema.json`` and query files).
-
-    Args:
-        options: ``source`` is TACO's data folder (or one database folder); ``databases`` a
-            separate folder of database folders when the files live elsewhere.
-        workspace: where the databases are registered.
-    """
-    if not options.source.is_dir():
-        raise BuildError(f"--source {options.source} must be TACO's data folder")
-    folders = _database_folders(options)
-    if not folders:
-        raise BuildError(f"no TACO database folder (one with schema.json) under {options.source}")
-    query_files = sorted(
-        p for p in options.source.rglob("*.json") if p.name != "schema.json" and p.is_file()
-    )
-    conversion = Conversion(
-        corpus="taco",
-        oracle="intent",
-        description=(
-            "AmbiTab-TACO built from TACO: single-table SELECT queries verbalized with the table "
-            "(and unstated literal values) withheld; kept when executable, nonempty and some "
-            "other table gives a different result."
-        ),
-        licence=UPSTREAM["licence"],
-        upstream=UPSTREAM,
-    )
-    registered: dict[str, bool] = {}
-    columns_of: dict[str, dict[str, set[str]]] = {}
-    for path in progress(query_files, desc="taco", enabled=options.show_progress):
-        key = path.relative_to(options.source).as_posix()
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except json.JSONDecodeError as error:
-            conversion.drops.append(Drop(key, "unreadable_file", str(error)))
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("sql"), str):
-            continue  # not a query file
-        conversion.inputs[key] = sha256_file(path)
-        database = str(data.get("database") or "") or next(
-            (p.name for p in path.parents if (p / "schema.json").is_file()), ""
+    def is_data(folder: Path) -> bool:
+        return folder.is_dir() and any(
+            (folder / name).is_dir()
+            for name in ("database", "new_schema", CROSS_FOLDER, *(f for f, _ in QUERY_FOLDERS))
         )
-        if database not in registered:
-            folder = folders.get(database)
-            registered[database] = folder is not None and _register(database, folder, workspace)
-        if not registered[database]:
-            conversion.drops.append(Drop(key, "database_missing", f"no database {database!r}"))
-            continue
-        try:
-            result = _item(key, data, database, workspace, columns_of)
-        except MALFORMED as error:
-            result = malformed(key, error)
-        (conversion.drops if isinstance(result, Drop) else conversion.items).append(result)
-    return conversion
+
+    if is_data(source / "data"):
+        return [_Split(source.name, source / "data")]
+    if is_data(source):
+        return [_Split(source.parent.name, source)]
+    return [
+        _Split(child.name, child / "data")
+        for child in sorted(source.iterdir())
+        if is_data(child / "data")
+    ]
 
 
-def _item(key, data, database, workspace, columns_of) -> Item | Drop:
-    sql = data["sql"].strip().rstrip(";").strip()
-    parsed = _single_table(sql)
-    if parsed is None:
+def _database_id(name: str) -> str:
+    """A file-safe database name: the upstream name when it is one, else a slug plus a hash.
+
+    >>> _database_id("traffic"), _database_id("Vermont Crash Data... - 96")
+    ('traffic', 'vermont_crash_data_96_4aae38da')
+    """
+    if re.fullmatch(r"[A-Za-z0-9_]+", name):
+        return name
+    return f"{slug(name, max_length=40)}_{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def _number(name: str) -> str:
+    found = re.search(r"(\d+)\.json$", name)
+    return found.group(1) if found else slug(name.rsplit(".", 1)[0], max_length=24)
+
+
+@dataclass
+class _Candidate:
+    """One kept query, before queries sharing a request are grouped into AVTs."""
+
+    key: str
+    split: str
+    database: str  # database id
+    request: str
+    table: str
+    tables: list[str]  # the tables the request's table phrase names (the query's first)
+    ambiguities: list[dict[str, Any]]
+    sql: str
+    compare: dict[str, Any]
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def choices(self) -> tuple[tuple[str, str], ...]:
+        return tuple((a["id"], a["resolution"]) for a in self.ambiguities)
+
+
+class _Reader:
+    """State of one conversion: registered databases, their columns and table comments."""
+
+    def __init__(self, options: BuildOptions, workspace: Workspace, conversion: Conversion):
+        self.options = options
+        self.workspace = workspace
+        self.conversion = conversion
+        self.databases: dict[tuple[str, str], str | None] = {}  # (split, upstream) -> id
+        self.columns: dict[str, dict[str, set[str]]] = {}
+        self.comments: dict[tuple[str, str], dict[str, str]] = {}
+        self.seen_sql: dict[tuple[str, str, str], str] = {}
+
+    def database(self, split: _Split, name: str) -> str | None:
+        """The workspace id of an upstream database (registered on first use), else None."""
+        key = (split.name, name)
+        if key not in self.databases:
+            self.databases[key] = self._register(split, name)
+        return self.databases[key]
+
+    def _register(self, split: _Split, name: str) -> str | None:
+        roots = [split.data / "database" / name]
+        if self.options.databases is not None:
+            roots.insert(0, self.options.databases / name)
+        for folder in roots:
+            files = [folder / f"{name}.db", folder / f"{name}.sqlite"]
+            if folder.is_dir():
+                files += sorted(folder.glob("*.db")) + sorted(folder.glob("*.sqlite"))
+            for path in files:
+                if path.is_file():
+                    ident = _database_id(name)
+                    if ident in self.workspace and split.name not in POOL_SPLITS:
+                        ident = f"{slug(split.name)}_{ident}"
+                    self.workspace.add_file(ident, path)
+                    return ident
+        return None
+
+    def table_columns(self, database: str) -> dict[str, set[str]]:
+        """Table -> lower-cased column names (read with a plain read-only connection)."""
+        if database not in self.columns:
+            path = self.workspace.path(database)
+            connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                tables = connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                ).fetchall()
+                out = {}
+                for (table,) in tables:
+                    quoted = table.replace('"', '""')
+                    info = connection.execute(f'PRAGMA table_info("{quoted}")').fetchall()
+                    out[table] = {row[1].lower() for row in info}
+            finally:
+                connection.close()
+            self.columns[database] = out
+        return self.columns[database]
+
+    def table_comments(self, split: _Split, name: str) -> dict[str, str]:
+        """Table -> its ``table_comment`` from ``new_schema/<db>_schema.json`` (empty if none)."""
+        key = (split.name, name)
+        if key not in self.comments:
+            path = split.data / "new_schema" / f"{name}_schema.json"
+            comments: dict[str, str] = {}
+            if path.is_file():
+                relative = f"{split.name}/data/new_schema/{path.name}"
+                try:
+                    data = json.loads(path.read_text("utf-8"))
+                    self.conversion.inputs[relative] = sha256_file(path)
+                    for table in data.get("tables") or []:
+                        if isinstance(table, dict) and isinstance(table.get("table_name"), str):
+                            comments[table["table_name"]] = str(table.get("table_comment") or "")
+                except (*_ERRORS, json.JSONDecodeError) as error:
+                    bad = self.conversion.notes.setdefault("unreadable_schema_files", {})
+                    bad[relative] = f"{type(error).__name__}: {error}"[:200]
+            self.comments[key] = comments
+        return self.comments[key]
+
+
+def _stem(actual: str, distinct: list[str], comments: dict[str, str]) -> tuple[str, str, list[str]]:
+    """The words naming the candidate tables, how they were found (``term_origin``) and the
+    tables they name (the query's table first)."""
+    siblings = [t for t in distinct if table_stem([actual, t])]
+    candidates = [actual, *(siblings or distinct)]
+    stem = table_stem(candidates)
+    if stem:
+        return stem, "shared_table_name_words", candidates
+    texts = [comments.get(t, "") for t in candidates]
+    if all(texts):
+        stem = " ".join(table_stem(texts).split()[:2])
+        if stem:
+            return stem, "shared_table_comment_words", candidates
+    return "data", "default_phrase", candidates
+
+
+def _stated_text(data: dict) -> tuple[str | None, str]:
+    for name in ("natural_language_query", "problem_description"):
+        value = data.get(name)
+        if isinstance(value, str) and value.strip():
+            return value, name
+    return None, "none"
+
+
+def _read_query(
+    reader: _Reader, split: _Split, folder: str, db_name: str, path: Path, key: str
+) -> _Candidate | Drop:
+    workspace = reader.workspace
+    data = _read_json(path, key, reader.conversion)
+    if isinstance(data, Drop):
+        return data
+    if not isinstance(data, dict):
+        return Drop(key, "malformed_item", f"not a JSON object but {type(data).__name__}")
+    sql = data.get("sql")
+    if not isinstance(sql, str) or not sql.strip():
+        what = "missing" if sql is None else "empty" if isinstance(sql, str) else "not a string"
+        return Drop(key, "missing_field", f"field 'sql' is {what}")
+    if "results" not in data:
+        return Drop(key, "missing_field", "field 'results' is missing")
+    sql = sql.strip()
+    normalized = " ".join(sql.rstrip(";").split())
+    first = reader.seen_sql.setdefault((split.name, db_name, normalized), key)
+    if first != key:
+        return Drop(key, "duplicate_query", f"field 'sql' repeats {first}")
+    if "```" in sql:
+        return Drop(key, "fenced_sql", "field 'sql' contains a Markdown code fence")
+    try:
+        statements = [t for t in sqlglot.parse(sql, read="sqlite") if t is not None]
+    except SqlglotError as error:
+        message = " ".join(str(error).split())
+        return Drop(key, "unparsable_sql", f"field 'sql': {type(error).__name__}: {message}"[:300])
+    if len(statements) != 1:
+        return Drop(
+            key, "not_single_table_select", f"field 'sql' holds {len(statements)} statements"
+        )
+    tree = statements[0]
+    table = _single_table(tree)
+    if table is None:
         return Drop(key, "not_single_table_select", "only single-table SELECT queries are kept")
-    tree, table = parsed
+    results = data["results"]
+    if results == 0 or results == []:
+        return Drop(key, "upstream_no_result", f"field 'results' is {results!r}")
+    if not isinstance(results, list):
+        return Drop(key, "malformed_item", f"field 'results' is a {type(results).__name__}")
+    database = reader.database(split, db_name)
+    if database is None:
+        return Drop(key, "database_missing", f"no database/{db_name}/{db_name}.db")
+    sql = sql.rstrip(";").strip()
     try:
         rows = workspace.execute(database, sql)
     except QueryError as error:
         return Drop(key, "reference_sql_failed", error.message[:300])
     if not rows:
         return Drop(key, "empty_result", "the query returns no rows")
-    if database not in columns_of:
-        columns_of[database] = _columns(workspace, database)
-    schema = columns_of[database]
+    schema = reader.table_columns(database)
     used = {c.name.lower() for c in tree.find_all(exp.Column)}
     actual = next((t for t in schema if t.lower() == table.lower()), table)
     alternatives = [t for t in schema if t != actual and used <= schema[t]]
@@ -439,61 +578,222 @@ def _item(key, data, database, workspace, columns_of) -> Item | Drop:
             "no_result_distinct_alternative",
             f"{len(alternatives)} alternatives give the same result",
         )
-    stated = " ".join(str(data.get(k) or "") for k in ("natural_language_query",)).lower()
-    siblings = [t for t in distinct if table_stem([actual, t]) != "data"]
-    stem = table_stem([actual, *(siblings or distinct)])
+    stated, stated_from = _stated_text(data)
+    stem, stem_origin, named = _stem(actual, distinct, reader.table_comments(split, db_name))
     request, withheld = verbalize(tree, stem, stated)
-    ambiguities = [
+    table_term = f"{stem} table"
+    ambiguities: list[dict[str, Any]] = [
         {
             "id": "table",
-            "term": f"{stem} table",
-            "aliases": ["table", "which table", "data source"],
+            "term": table_term,
             "kind": "critical",
             "resolution": f"the table {actual}",
             "response": f"I mean the {actual} table.",
-            "sql_snippet": f"FROM {actual}",
+            "sql_snippet": f"FROM {exp.to_identifier(actual).sql(dialect='sqlite')}",
         }
     ]
-    by_column: dict[str, dict] = {}
-    for column, value, condition in withheld:
+    origins = {"table": stem_origin}
+    by_column: dict[str, dict[str, Any]] = {}
+    for column, value, condition, words in withheld:
         entry = by_column.get(column)
         if entry is not None:  # one ambiguity per column: "the given county" twice
-            entry["resolution"] += f" or {value!r}"
-            entry["response"] = entry["response"].rstrip(".") + f" or {value}."
+            entry["resolution"] += f" or {words} {value}"
+            entry["response"] = entry["response"].rstrip(".") + f" or {words} {value}."
             entry["sql_snippet"] += f" OR {condition}"
             continue
+        ident = f"value_{slug(column)}"
         by_column[column] = {
-            "id": f"value_{slug(column)}",
+            "id": ident,
             "term": f"given {column}",
             "kind": "critical",
-            "resolution": f"{column} {value!r}",
-            "response": f"I mean the {column} {value}.",
+            "resolution": f"{column} {words} {value}",
+            "response": f"I mean {column} {words} {value}.",
             "sql_snippet": condition,
         }
+        origins[ident] = "withheld_value_phrase"
     ambiguities += list(by_column.values())
-    record_id = f"taco-{slug(key.rsplit('.', 1)[0], max_length=80)}"
-    record = parse_record(
-        {
-            "id": record_id,
-            "avt_id": record_id,
-            "corpus": "taco",
-            "split": "all",
-            "spec": {"request": request, "database": database},
-            "ambiguities": ambiguities,
-            "verification": {
-                "engine": "sqlite",
-                "database": database,
-                "reference_sql": sql,
-                "compare": rules.model_dump(),
-            },
-            "source": {
-                "kind": "taco",
-                "file": key,
-                "table": actual,
-                "distinct_alternatives": distinct,
-                "natural_language_query": data.get("natural_language_query"),
-            },
+    for ambiguity in ambiguities:
+        span = phrase_span(request, ambiguity["term"])
+        if span is None:
+            return Drop(key, "term_not_in_request", f"{ambiguity['term']!r} not in {request!r}")
+        ambiguity["term"] = request[span[0] : span[1]]
+    return _Candidate(
+        key=key,
+        split=SPLIT_NAMES.get(split.name, split.name),
+        database=database,
+        request=request,
+        table=actual,
+        tables=named,
+        ambiguities=ambiguities,
+        sql=sql,
+        compare=rules.model_dump(),
+        source={
+            "kind": "taco",
+            "split": split.name,
+            "folder": folder,
+            "file": key,
+            "upstream_database": db_name,
+            "upstream_tables": data.get("tables"),
+            "table": actual,
+            "distinct_alternatives": distinct,
+            "natural_language_query": data.get("natural_language_query"),
+            "stated_from": stated_from,
+            "term_origin": origins,
         },
-        where=key,
     )
-    return Item(key, [record])
+
+
+def _read_json(path: Path, key: str, conversion: Conversion) -> Any:
+    """A query file's JSON (its SHA-256 recorded as an input), or the drop saying why not."""
+    conversion.inputs[key] = sha256_file(path)
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        return Drop(key, "unreadable_json", f"{type(error).__name__}: {error}"[:300])
+
+
+def _query_files(split: _Split) -> list[tuple[str, str, Path, str]]:
+    """``(folder, database, path, key)`` of every query file of a split, in reading order."""
+    out = []
+    for folder in (*(name for name, _ in QUERY_FOLDERS), CROSS_FOLDER):
+        root = split.data / folder
+        if not root.is_dir():
+            continue
+        for db_folder in sorted(p for p in root.iterdir() if p.is_dir()):
+            for path in sorted(db_folder.glob("*.json")):
+                key = f"{split.name}/data/{folder}/{db_folder.name}/{path.name}"
+                out.append((folder, db_folder.name, path, key))
+    return out
+
+
+def _record_id(candidate: _Candidate) -> str:
+    source = candidate.source
+    tag = dict(QUERY_FOLDERS)[source["folder"]]
+    digest = hashlib.sha256(candidate.key.encode("utf-8")).hexdigest()[:8]
+    name = slug(source["upstream_database"], max_length=32)
+    return f"taco-{slug(source['split'])}-{name}-{tag}{_number(candidate.key)}-{digest}"
+
+
+def _items(candidates: list[_Candidate], conversion: Conversion) -> list[Item]:
+    """Queries sharing a request on one database become the readings of one AVT."""
+    groups: dict[tuple[str, str, str], list[_Candidate]] = {}
+    for candidate in sorted(candidates, key=lambda c: c.key):
+        groups.setdefault((candidate.split, candidate.database, candidate.request), []).append(
+            candidate
+        )
+    items = []
+    merged = 0
+    for members in groups.values():
+        kept: list[_Candidate] = []
+        for member in members:
+            twin = next((k for k in kept if k.choices == member.choices), None)
+            if twin is not None:
+                conversion.drops.append(
+                    Drop(
+                        member.key,
+                        "indistinguishable_reading",
+                        f"same request and withheld choices as {twin.key}",
+                    )
+                )
+                continue
+            kept.append(member)
+        if len(kept) > 1:
+            merged += 1
+        request = kept[0].request
+        names = sorted({t for k in kept for t in k.tables})
+        aliases = [n for n in names if phrase_span(request, _words(n)) is None]
+        avt_id = "taco-avt-" + _record_id(kept[0]).removeprefix("taco-")
+        records = []
+        for member in kept:
+            ambiguities = [
+                {**a, "aliases": aliases if a["id"] == "table" else []} for a in member.ambiguities
+            ]
+            record_id = _record_id(member)
+            records.append(
+                parse_record(
+                    {
+                        "id": record_id,
+                        "avt_id": avt_id,
+                        "corpus": "taco",
+                        "split": member.split,
+                        "spec": {"request": member.request, "database": member.database},
+                        "ambiguities": ambiguities,
+                        "verification": {
+                            "engine": "sqlite",
+                            "database": member.database,
+                            "reference_sql": member.sql,
+                            "compare": member.compare,
+                        },
+                        "source": {**member.source, "avt_readings": len(kept)},
+                    },
+                    where=member.key,
+                )
+            )
+        items.append(Item(kept[0].key, records))
+    conversion.notes["avts_with_several_readings"] = merged
+    return items
+
+
+def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
+    """Convert TACO-Benchmark's tree (see the module docstring).
+
+    Args:
+        options: ``source`` is the TACO-Benchmark checkout, one split folder (``us/``) or its
+            ``data/`` folder; ``databases`` a folder of ``<db>/<db>.db`` when the databases live
+            elsewhere; ``extra["taco_splits"]`` the splits to convert (default ``["us"]``).
+        workspace: where the databases are registered.
+    """
+    source = options.source
+    if not source.is_dir():
+        raise BuildError(f"--source {source} must be the TACO-Benchmark checkout or a split folder")
+    splits = _splits(source)
+    if not splits:
+        raise BuildError(
+            f"no TACO split under {source}: expected <split>/data/ with database/, new_schema/ "
+            "and new_sql_single/ (or point --source at us/ or us/data/)"
+        )
+    wanted = set(options.extra.get("taco_splits") or POOL_SPLITS)
+    conversion = Conversion(
+        corpus="taco",
+        oracle="intent",
+        description=(
+            "AmbiTab-TACO built from TACO-Benchmark: US single-table SELECT queries verbalized "
+            "with the table (and literal values their own question does not state) withheld; "
+            "kept when executable, nonempty and some other table gives a different result."
+        ),
+        licence=UPSTREAM["licence"],
+        upstream=UPSTREAM,
+    )
+    reader = _Reader(options, workspace, conversion)
+    files = [(split, *entry) for split in splits for entry in _query_files(split)]
+    candidates: list[_Candidate] = []
+    for split, folder, db_name, path, key in progress(
+        files, desc="taco", total=len(files), enabled=options.show_progress
+    ):
+        if folder == CROSS_FOLDER or split.name not in wanted:
+            data = _read_json(path, key, conversion)
+            if isinstance(data, Drop):
+                conversion.drops.append(data)
+            elif folder == CROSS_FOLDER:
+                conversion.drops.append(
+                    Drop(key, "cross_database", "the paper keeps single-database queries")
+                )
+            else:
+                conversion.drops.append(
+                    Drop(
+                        key,
+                        "split_not_converted",
+                        f"split {split.name!r} is not in {sorted(wanted)} (extra taco_splits)",
+                    )
+                )
+            continue
+        try:
+            result = _read_query(reader, split, folder, db_name, path, key)
+        except _ERRORS as error:
+            result = Drop(key, "malformed_item", f"{type(error).__name__}: {error}"[:300])
+        if isinstance(result, Drop):
+            conversion.drops.append(result)
+        else:
+            candidates.append(result)
+    conversion.items = _items(candidates, conversion)
+    return conversion
