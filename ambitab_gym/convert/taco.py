@@ -33,8 +33,9 @@ that names the file and field; nothing upstream aborts the build.
 * :func:`verbalize` - the request for a parsed query.
 * :func:`swap_table` - the query over another table.
 * :func:`table_stem` - what candidate table names share.
-* :func:`phrase_span` - where a phrase occurs in a text, as whole words (candidate for
-  ``convert.common``).
+
+Terms are located with ``convert.common.find_term`` (the deterministic oracle's rule) and
+checked with ``term_problem``; ``source.term_origin`` says how each was obtained.
 """
 
 from __future__ import annotations
@@ -60,15 +61,17 @@ from ambitab_gym.convert.common import (
     Item,
     Workspace,
     compare_for,
+    find_term,
     progress,
     sha256_file,
     slug,
+    term_problem,
 )
 from ambitab_gym.records import parse_record
 from ambitab_gym.verify.base import QueryError
 from ambitab_gym.verify.compare import results_match
 
-__all__ = ["convert", "phrase_span", "swap_table", "table_stem", "verbalize"]
+__all__ = ["convert", "swap_table", "table_stem", "verbalize"]
 
 UPSTREAM = {
     "name": "TACO",
@@ -141,22 +144,6 @@ _FILLER = frozenset(
 
 def _words(name: str) -> str:
     return " ".join(re.sub(r"[_\s]+", " ", name).split())
-
-
-def phrase_span(text: str, phrase: str) -> tuple[int, int] | None:
-    """Where ``phrase`` first occurs in ``text`` as whole words (case-insensitive, any spacing).
-
-    >>> phrase_span("Using the crashes table, list the month.", "crashes table")
-    (10, 23)
-    >>> phrase_span("the average price", "age") is None
-    True
-    """
-    words = [re.escape(w) for w in phrase.split()]
-    if not words:
-        return None
-    pattern = r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)"
-    found = re.search(pattern, text, re.IGNORECASE)
-    return found.span() if found else None
 
 
 def _tokens(name: str) -> list[str]:
@@ -242,7 +229,7 @@ def _condition(node: exp.Expression, stated: str | None, withheld: list) -> str:
                 if (
                     stated is not None
                     and isinstance(left, exp.Column)
-                    and phrase_span(stated, value) is None
+                    and find_term(stated, value) is None
                 ):
                     withheld.append((column, value, node.sql(dialect="sqlite"), words))
                     return f"{column} {words} the given {column}"
@@ -613,10 +600,13 @@ def _read_query(
         origins[ident] = "withheld_value_phrase"
     ambiguities += list(by_column.values())
     for ambiguity in ambiguities:
-        span = phrase_span(request, ambiguity["term"])
+        span = find_term(request, ambiguity["term"])
         if span is None:
             return Drop(key, "term_not_in_request", f"{ambiguity['term']!r} not in {request!r}")
-        ambiguity["term"] = request[span[0] : span[1]]
+        problem = term_problem(span.phrase)
+        if problem is not None:
+            return Drop(key, "unusable_term", f"{span.phrase!r} is a {problem}")
+        ambiguity["term"] = span.phrase
     return _Candidate(
         key=key,
         split=SPLIT_NAMES.get(split.name, split.name),
@@ -701,7 +691,7 @@ def _items(candidates: list[_Candidate], conversion: Conversion) -> list[Item]:
             merged += 1
         request = kept[0].request
         names = sorted({t for k in kept for t in k.tables})
-        aliases = [n for n in names if phrase_span(request, _words(n)) is None]
+        aliases = [n for n in names if find_term(request, _words(n)) is None]
         avt_id = "taco-avt-" + _record_id(kept[0]).removeprefix("taco-")
         records = []
         for member in kept:

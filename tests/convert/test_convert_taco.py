@@ -15,7 +15,8 @@ from convert_helpers import read_jsonl, run_build, tree_bytes
 from taco_fixture import BEIJING_DB, CRASH_DB, EXPECTED, HOUSING_DB, NL, SINGLE, write_taco
 
 from ambitab_gym.convert import BuildOptions, build_corpus
-from ambitab_gym.convert.taco import phrase_span, swap_table
+from ambitab_gym.convert.common import STOP_WORDS, find_term, term_problem
+from ambitab_gym.convert.taco import swap_table
 from ambitab_gym.oracles import OracleContext, deterministic_oracle
 from ambitab_gym.records import parse_record
 from ambitab_gym.validate import validate_corpus
@@ -159,10 +160,11 @@ def test_each_term_is_a_request_phrase_that_the_deterministic_oracle_credits(tmp
         record = parse_record(line)
         request = record.spec.request
         for ambiguity in record.ambiguities:
-            span = phrase_span(request, ambiguity.term)
-            assert span is not None and request[span[0] : span[1]] == ambiguity.term
+            span = find_term(request, ambiguity.term)
+            assert span is not None and span.phrase == ambiguity.term
             words = ambiguity.term.lower().split()
             assert len(words) >= 2 and not set(words) <= FUNCTION_WORDS, ambiguity.term
+            assert term_problem(ambiguity.term) is None
             assert not any(name in request for name in ambiguity.aliases)
             for question in (
                 f"Which {ambiguity.term} do you mean?",
@@ -173,7 +175,7 @@ def test_each_term_is_a_request_phrase_that_the_deterministic_oracle_credits(tmp
                 assert reply == ambiguity.response
             checked += 1
         for word in sorted(set(request.lower().replace(",", " ").replace(".", " ").split())):
-            if word in FUNCTION_WORDS:
+            if word in FUNCTION_WORDS | STOP_WORDS:
                 credits, _ = oracle.answer(f"What do you mean by '{word}'?", OracleContext(record))
                 assert credits == frozenset(), (record.id, word)
     assert checked == 13
