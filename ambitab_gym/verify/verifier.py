@@ -11,7 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ambitab_gym.records import TaskRecord
-from ambitab_gym.verify.base import Engine, Limits, QueryError, QueryResult
+from ambitab_gym.verify.base import (
+    MAX_MESSAGE_CHARS,
+    Engine,
+    Limits,
+    QueryError,
+    QueryResult,
+    bounded_text,
+)
 from ambitab_gym.verify.compare import normalize_rows, results_match
 
 __all__ = ["EngineOpener", "Verdict", "Verifier"]
@@ -28,18 +35,25 @@ class Verdict:
         success: whether the submission matches the record's interpretation.
         reason: ``match``, ``mismatch``, ``no_sql``, ``timeout``, ``rejected``, ``syntax``,
             ``runtime``, ``too_many_rows``, ``too_large``, ``engine`` or ``reference_error``.
-        detail: an explanation about the *submitted* SQL (never about the reference).
+        detail: an explanation about the *submitted* SQL (never about the reference), cut to
+            :data:`~ambitab_gym.verify.base.MAX_MESSAGE_CHARS` characters.
         elapsed_s: time spent executing and comparing the submission.
 
     >>> verdict = Verdict(False, "timeout", "query ran longer than 5 s")
     >>> bool(verdict), verdict.reason
     (False, 'timeout')
+    >>> len(Verdict(False, "runtime", "x" * 50_000).detail) <= 1_000
+    True
     """
 
     success: bool
     reason: str
     detail: str = ""
     elapsed_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.detail, str) or len(self.detail) > MAX_MESSAGE_CHARS:
+            object.__setattr__(self, "detail", bounded_text(self.detail))
 
     def __bool__(self) -> bool:
         return self.success
@@ -148,12 +162,15 @@ class Verifier:
         except QueryError as error:
             return Verdict(False, error.category, error.message, time.perf_counter() - start)
         except Exception as error:  # never escape into the env loop
-            return Verdict(
-                False, "engine", f"{type(error).__name__}: {error}", time.perf_counter() - start
+            detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
+            return Verdict(False, "engine", detail, time.perf_counter() - start)
+        try:
+            ok = results_match(
+                result.rows, reference.rows, record.verification.compare, reference_normalized=True
             )
-        ok = results_match(
-            result.rows, reference.rows, record.verification.compare, reference_normalized=True
-        )
+        except Exception as error:  # a value the comparison cannot handle: never escape
+            detail = f"the result cannot be compared ({type(error).__name__}: {error})"
+            return Verdict(False, "runtime", detail, time.perf_counter() - start)
         elapsed = time.perf_counter() - start
         if ok:
             return Verdict(True, "match", "", elapsed)
