@@ -22,7 +22,7 @@ sources and what --source expects:
   ambiqt         an AmbiQT checkout (benchmark/col-synonyms/*.json); --databases: Spider's database/
   ew-bird        BIRD's dev/ or train/ folder (dev.json, dev_tables.json, dev_databases/)
   ambrosia       Ambrosia's ambrosia.csv (databases are built from its db_dump column)
-  taco           TACO's data folder (one folder per database with schema.json and per-query JSON)
+  taco           the TACO-Benchmark checkout (us/, beijing/), one split folder or its data/
   bird-interact  the BIRD-Interact task JSONL (database folders beside it, or --databases)
   bird           released AmbiTab-Bird records (JSONL); --databases: BIRD's databases
 
