@@ -172,3 +172,57 @@ def test_full_asker_baseline_on_every_bundled_corpus(env_id, tmp_path):
     assert summary.sr["full"].mean == 1.0
     # every bundled corpus has AVTs whose readings change the result
     assert summary.sr["full"].mean > summary.sr["none"].mean
+
+
+# -- command-line arguments (issue 11) ---------------------------------------------------------------
+
+
+def test_results_and_csv_in_missing_folders_are_created(tiny, tmp_path, capsys):
+    results = tmp_path / "new" / "deeper" / "r.duckdb"
+    csv = tmp_path / "other" / "e.csv"
+    argv = ["evaluate", str(tiny), "--asker", "none", "--limit", "2"]
+    status = main([*argv, "--results", str(results), "--csv", str(csv), "--no-progress"])
+    assert status == 0, capsys.readouterr().err
+    assert results.is_file()
+    assert len(csv.read_text().strip().splitlines()) == 1 + 3 * 2  # header, 3 conditions x 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", "{tiny}", "--limit", "-3"], "argument --limit: must be at least 1, not -3"),
+        (["evaluate", "{tiny}", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (["evaluate", "{tiny}", "--seeds", "0"], "argument --seeds: must be at least 1, not 0"),
+        (["evaluate", "{tiny}", "--budget-slack", "0"], "argument --budget-slack: must be at"),
+        (["evaluate", "{tiny}", "--concurrency", "-1"], "argument --concurrency: must be at"),
+        (["evaluate", "{tiny}", "--results", "{file}/r.duckdb"], "{file} is a file, not a folder"),
+        (["evaluate", "{tiny}", "--csv", "{tmp}"], "argument --csv: {tmp} is a folder"),
+        (["leakage", "{tiny}", "--asker", "none", "--limit", "-3"], "argument --limit: must be"),
+        (["leakage", "{tiny}", "--asker", "none", "--resamples", "0"], "argument --resamples"),
+        (["leakage", "{tiny}", "--asker", "none", "--spec-seed", "-1"], "must be 0 or more"),
+        (["report", "{tmp}/r.duckdb", "--dpi", "0"], "argument --dpi: must be at least 1"),
+        (["report", "{tmp}/r.duckdb", "--out", "{file}"], "argument --out: {file} is a file"),
+        (["play", "{tiny}", "--seed", "-1"], "argument --seed: must be 0 or more, not -1"),
+        (["build", "ambiqt", "--source", "{tmp}", "--seed", "-1"], "argument --seed: must be 0"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_runs(tiny, tmp_path, capsys, argv, message):
+    marker = tmp_path / "a-file"
+    marker.write_text("")
+    fill = {"tiny": str(tiny), "tmp": str(tmp_path), "file": str(marker)}
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(SystemExit) as exit_:
+        main([a.format(**fill) for a in argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message.format(**fill) in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing left behind
+
+
+def test_unreadable_results_file_is_a_clear_error(tiny, tmp_path, capsys):
+    bad = tmp_path / "bad.duckdb"
+    bad.write_text("not a database")
+    status = main(["evaluate", str(tiny), "--limit", "1", "--results", str(bad)])
+    err = capsys.readouterr().err
+    assert status == 2 and f"cannot open results file {bad}" in err
+    assert "Give another --results file." in err and bad.read_text() == "not a database"

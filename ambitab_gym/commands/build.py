@@ -32,6 +32,7 @@ every dropped item is listed with its reason in <out>/dropped.jsonl.
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``build`` subcommand."""
+    from ambitab_gym.commands._args import non_negative_int, output_folder
     from ambitab_gym.convert.builder import SOURCES
 
     parser = subparsers.add_parser(
@@ -56,11 +57,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         metavar="PATH",
         help="corpus folder (default: <data home>/corpora/<name>, used by gym.make)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=0, help="seed of every random draw (default 0)"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON (last line)")
     parser.add_argument(
         "--llm-url", metavar="URL", help="OpenAI-compatible endpoint for the model-based hooks"

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ambitab_gym.commands._args import output_file, positive_int
+
 __all__ = ["register"]
 
 
@@ -33,26 +35,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="deterministic",
         help="deterministic, llm, a leaky oracle or module:callable",
     )
-    parser.add_argument("--seeds", type=int, default=1, help="number of seeds (0..N-1)")
+    parser.add_argument("--seeds", type=positive_int, default=1, help="number of seeds (0..N-1)")
     parser.add_argument(
         "--split", default=None, help="a split of the corpus (default: all records)"
     )
-    parser.add_argument("--limit", type=int, default=None, help="only the first N records")
+    parser.add_argument("--limit", type=positive_int, default=None, help="only the first N records")
     parser.add_argument(
-        "--budget-slack", type=int, default=3, help="decisions beyond m (default 3)"
+        "--budget-slack", type=positive_int, default=3, help="decisions beyond m (default 3)"
     )
     parser.add_argument(
         "--results",
-        type=Path,
+        type=output_file,
         default=Path("ambitab-results.duckdb"),
         help="DuckDB results file (resumes when it holds the campaign)",
     )
     parser.add_argument(
-        "--csv", type=Path, default=None, help="also export this campaign's episodes to CSV"
+        "--csv",
+        type=output_file,
+        default=None,
+        help="also export this campaign's episodes to CSV (missing folders are created)",
     )
     parser.add_argument(
         "--concurrency",
-        type=int,
+        type=positive_int,
         default=None,
         help="episodes in flight (default 1, 64 with an LLM)",
     )
@@ -130,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             if args.csv:
                 count = store.export_csv(args.csv, config.campaign_id)
                 print(f"wrote {count} episodes to {args.csv}", file=sys.stderr)
-    except (CorpusNotFound, ValueError, RuntimeError) as error:
+    except (CorpusNotFound, ValueError, RuntimeError, OSError) as error:
         print(f"ambitab-gym evaluate: {error}", file=sys.stderr)
         return 2
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ambitab_gym.commands._args import non_negative_int, output_file, positive_int
 from ambitab_gym.commands.evaluate import add_llm_options
 
 __all__ = ["register"]
@@ -42,31 +43,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="interpretation, dialogue-sql (copies SQL found in the answers), "
         "dialogue-sql-blind (copies SQL, else the default reading), llm or module:callable",
     )
-    parser.add_argument("--seeds", type=int, default=1, help="number of seeds (0..N-1)")
+    parser.add_argument("--seeds", type=positive_int, default=1, help="number of seeds (0..N-1)")
     parser.add_argument("--split", default=None, help="a split of the corpus (default: all)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N records")
+    parser.add_argument("--limit", type=positive_int, default=None, help="only the first N records")
     parser.add_argument(
-        "--budget-slack", type=int, default=3, help="decisions beyond m (default 3)"
+        "--budget-slack", type=positive_int, default=3, help="decisions beyond m (default 3)"
     )
     parser.add_argument(
         "--spec-seed",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="seed of the specification-randomization replacement map (default 0)",
     )
     parser.add_argument(
-        "--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)"
+        "--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)"
     )
-    parser.add_argument("--bootstrap-seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--bootstrap-seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)"
+    )
     parser.add_argument(
         "--results",
-        type=Path,
+        type=output_file,
         default=Path("ambitab-results.duckdb"),
         help="DuckDB results file (resumes when it holds the campaign)",
     )
     parser.add_argument(
         "--concurrency",
-        type=int,
+        type=positive_int,
         default=None,
         help="episodes in flight (default 1, 64 with an LLM)",
     )
@@ -122,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
                 bootstrap_seed=args.bootstrap_seed,
                 oracle_options=oracle_options(args),
             )
-    except (CorpusNotFound, ValueError, RuntimeError) as error:
+    except (CorpusNotFound, ValueError, RuntimeError, OSError) as error:
         print(f"ambitab-gym leakage: {error}", file=sys.stderr)
         return 2
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"

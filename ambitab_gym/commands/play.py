@@ -7,6 +7,7 @@ import argparse
 import secrets
 import sys
 
+from ambitab_gym.commands._args import non_negative_int
 from ambitab_gym.commands.evaluate import llm_client_from
 from ambitab_gym.llm import add_llm_arguments
 
@@ -31,7 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="interpretation (default), llm, module:callable, or none to type the SQL yourself",
     )
     parser.add_argument(
-        "--seed", type=int, default=None, help="reset seed (draws the task; default: random)"
+        "--seed",
+        type=non_negative_int,
+        default=None,
+        help="reset seed (draws the task; default: random)",
     )
     parser.add_argument("--record", default=None, metavar="ID", help="play this record")
     parser.add_argument("--split", default=None, help="draw tasks from this split only")

@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ambitab_gym.commands._args import output_folder, positive_int
+
 __all__ = ["register", "run"]
 
 
@@ -25,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("results", metavar="RESULTS", type=Path, help="DuckDB results file")
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         default=None,
         help="output folder (default: RESULTS without suffix + '-report')",
     )
@@ -36,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="ID",
         help="only this campaign (id or unique id prefix); repeat for several",
     )
-    parser.add_argument("--dpi", type=int, default=200, help="PNG resolution (default 200)")
+    parser.add_argument(
+        "--dpi", type=positive_int, default=200, help="PNG resolution (default 200)"
+    )
     parser.add_argument(
         "--no-figures",
         action="store_true",
@@ -58,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             figures=not args.no_figures,
             dpi=args.dpi,
         )
-    except (FileNotFoundError, ValueError, RuntimeError) as error:
+    except (OSError, ValueError, RuntimeError) as error:
         hint = " (or pass --no-figures)" if isinstance(error, MissingPlotDependency) else ""
         print(f"ambitab-gym report: {error}{hint}", file=sys.stderr)
         return 2

@@ -132,9 +132,12 @@ class ResultsStore:
         try:
             self._db = duckdb.connect(str(self.path))
         except duckdb.IOException as error:
-            raise RuntimeError(
-                f"cannot open results file {self.path}: {error}. Is another campaign writing it?"
-            ) from None
+            hint = (
+                " Is another campaign writing it?"
+                if "lock" in str(error).lower()
+                else " Give another --results file."
+            )
+            raise RuntimeError(f"cannot open results file {self.path}: {error}{hint}") from None
         self._db.execute(_SCHEMA)
         for statement in _ADDED_COLUMNS:
             self._db.execute(statement)
@@ -282,11 +285,14 @@ class ResultsStore:
         return out
 
     def export_csv(self, path: str | Path, campaign_id: str | None = None) -> int:
-        """Write episodes (optionally of one campaign) to CSV; returns the number of rows."""
+        """Write episodes (optionally of one campaign) to CSV, creating missing folders;
+        returns the number of rows."""
         import csv
 
         rows = self.episodes(campaign_id)
-        with Path(path).open("w", newline="", encoding="utf-8") as handle:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(EPISODE_COLUMNS))
             writer.writeheader()
             for row in rows:
