@@ -27,6 +27,7 @@ tasks, which write, are dropped (``management_task``): the verifier is read-only
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,18 @@ from ambitab_gym.convert.common import (
     Conversion,
     Drop,
     Item,
+    Span,
     Workspace,
+    common_phrase,
+    extend_phrase,
+    find_phrase,
+    find_term,
     malformed,
     progress,
     read_json_or_jsonl,
     sha256_file,
     slug,
+    term_problem,
 )
 from ambitab_gym.convert.duckdb_scripts import pg_dump_to_duckdb_script, sqlite_to_duckdb_script
 from ambitab_gym.records import parse_record
@@ -191,10 +198,50 @@ def _template_response(term: str, kind: str, snippet: str, knowledge: dict | Non
     return f'By "{term}" I mean what this part of the query expresses: {snippet}'
 
 
-def _ambiguities(task: dict, kb: dict[int, dict], catalog: dict, notes: dict) -> list[dict]:
+def _snippet_overlap(a: str, b: str) -> float:
+    """How much two SQL snippets overlap (Jaccard index of their word sets).
+
+    >>> _snippet_overlap("s.SnrRatio - 0.1 * ABS(s.NoiseFloorDbm)", "s.snrratio - 0.1*abs(s.noisefloordbm) AS x")
+    0.75
+    """
+    na, nb = a.lower(), b.lower()
+    ta, tb = set(re.findall(r"\w+", na)), set(re.findall(r"\w+", nb))
+    return len(ta & tb) / len(ta | tb) if ta | tb else 0.0
+
+
+def _locate(request: str, names: list[str], taken: list[Span]) -> tuple[Span, bool] | None:
+    """The request's phrase for an annotation: a name as written (plurals, stems), else the
+    longest run of a name's words not held by another ambiguity, widened to its phrase.
+    Returns the span and whether it was found whole."""
+    for stem in (False, True):
+        for name in names:
+            span = find_phrase(request, name, stem=stem)
+            if (
+                span is not None
+                and term_problem(span.phrase) is None
+                and not any(span.start < t.end and t.start < span.end for t in taken)
+            ):
+                return span, True
+    for name in names:
+        span = common_phrase(request, name, stem=True, avoid=taken)
+        if span is None:
+            continue
+        wide = extend_phrase(request, span, right=False)
+        if not any(wide.start < t.end and t.start < wide.end for t in taken):
+            span = wide
+        if term_problem(span.phrase) is None:
+            return span, False
+    return None
+
+
+def _ambiguities(
+    task: dict, kb: dict[int, dict], catalog: dict, notes: dict, finder=None
+) -> tuple[list[dict], dict[str, str]]:
+    """The record's ambiguities (terms are phrases of the request) and their term origins."""
     merged: dict[str, dict] = {}
     order: list[str] = []
     instance = str(task["instance_id"])
+    request = str(task.get("amb_user_query") or task.get("query") or "")
     annotations = task.get("user_query_ambiguity") or {}
     for field, kind, prefix in _KINDS:
         items = task.get(field) if field == "knowledge_ambiguity" else annotations.get(field)
@@ -224,32 +271,119 @@ def _ambiguities(task: dict, kb: dict[int, dict], catalog: dict, notes: dict) ->
                     existing["kind"] = kind
                 continue
             resolution = knowledge_text(entry) if entry is not None else (snippet or term)
-            response = catalog.get((instance, key))
-            templated = response is None
-            if templated:
-                response = _template_response(term, kind, snippet, entry)
-                notes["template_responses"] = notes.get("template_responses", 0) + 1
             merged[key] = {
                 "id": f"{prefix}_{slug(term, max_length=40)}",
                 "term": term,
+                "aliases": [],
                 "kind": kind,
                 "resolution": resolution,
-                "response": response,
+                "response": catalog.get((instance, key)),
                 "sql_snippet": snippet or None,
                 "evidence": knowledge_text(entry) if entry is not None else None,
-                "_template": templated and entry is None,
+                "_template": entry is None,
+                "_entry": entry,
+                "_annotation": term,
             }
             order.append(key)
+    origins: dict[str, str] = {}
+    taken: list[Span] = []
+    # counted annotations found as written first, so partial matches avoid their phrases
+    counted = [k for k in order if merged[k]["kind"] != "non_critical"]
+    ranked = sorted(
+        counted, key=lambda k: (find_term(request, merged[k]["term"]) is None, order.index(k))
+    )
+    for key in ranked:
+        entry = merged[key]
+        names = [entry["term"]]
+        if entry["_entry"] is not None:
+            names.append(str(entry["_entry"].get("knowledge") or ""))
+            names = [n for n in names if n]
+            named = common_phrase(request, names[-1], stem=True, avoid=taken)
+            by_name = named is not None and len(named.phrase.split()) >= 2
+            twin = _snippet_twin(entry, merged, counted)
+            if twin is not None and find_term(request, entry["term"]) is None and not by_name:
+                _merge_into(merged[twin], entry)
+                entry["_merged"] = True
+                notes["knowledge_merged_into_critical"] = (
+                    notes.get("knowledge_merged_into_critical", 0) + 1
+                )
+                continue
+            if entry["_entry"].get("description"):
+                names.append(str(entry["_entry"]["description"]))
+        found = _locate(request, names, taken)
+        origin = "annotation" if entry["_entry"] is None else "knowledge_base"
+        if found is None and finder is not None:
+            phrase = finder.find(request, f"{entry['term']}: {entry['resolution']}")
+            span = find_term(request, phrase) if phrase else None
+            if span is not None and term_problem(span.phrase) is None:
+                found, origin = (span, False), "llm"
+        if found is None:
+            entry["_unlocated"] = True
+            continue
+        span, whole = found
+        taken.append(span)
+        if span.phrase.lower() != entry["term"].lower():
+            if term_problem(entry["term"]) is None:
+                entry["aliases"].append(entry["term"])
+            entry["term"] = span.phrase
+            if origin == "annotation" and not whole:
+                origin = "annotation_overlap"
+        origins[entry["id"]] = origin
     out, ids = [], set()
     for key in order:
         entry = dict(merged[key])
-        entry.pop("_template")
+        if entry.get("_merged"):
+            continue
+        if entry.get("_unlocated"):
+            notes["unlocated_terms"] = notes.get("unlocated_terms", 0) + 1
+            origins[entry["id"]] = "unlocated"
+        if entry["response"] is None:
+            knowledge = entry["_entry"]
+            entry["response"] = _template_response(
+                entry["term"], entry["kind"], entry["sql_snippet"] or "", knowledge
+            )
+            notes["template_responses"] = notes.get("template_responses", 0) + 1
+        for private in ("_template", "_entry", "_annotation", "_merged", "_unlocated"):
+            entry.pop(private, None)
         base, n = entry["id"], 2
         while entry["id"] in ids:
             entry["id"], n = f"{base}_{n}", n + 1
         ids.add(entry["id"])
         out.append(entry)
-    return out
+    return out, origins
+
+
+def _snippet_twin(entry: dict, merged: dict[str, dict], counted: list[str]) -> str | None:
+    """The critical annotation whose SQL snippet the knowledge annotation's snippet matches."""
+    best, best_key = 0.3, None
+    for key in counted:
+        other = merged[key]
+        if other["kind"] != "critical" or other.get("_merged"):
+            continue
+        score = _snippet_overlap(entry["sql_snippet"] or "", other["sql_snippet"] or "")
+        if score >= best:
+            best, best_key = score, key
+    return best_key
+
+
+def _merge_into(target: dict, knowledge: dict) -> None:
+    """Fold a knowledge annotation into the critical one that names its phrase."""
+    name = str(knowledge["_entry"].get("knowledge") or knowledge["term"])
+    for alias in (knowledge["term"], name):
+        if (
+            alias
+            and alias.lower() not in {a.lower() for a in target["aliases"]}
+            and term_problem(alias) is None
+            and alias.lower() != target["term"].lower()
+        ):
+            target["aliases"].append(alias)
+    target["resolution"] = f"{target['resolution']}; {knowledge['resolution']}"
+    target["evidence"] = knowledge["evidence"]
+    target["_template"] = False
+    if target["response"] is None and knowledge["response"] is not None:
+        target["response"] = knowledge["response"]
+    if target["response"] is None:
+        target["_entry"] = knowledge["_entry"]
 
 
 def _withheld_ids(task: dict) -> set[int]:
@@ -301,6 +435,11 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     if options.responses:
         conversion.inputs[Path(options.responses).name] = sha256_file(options.responses)
     notes: dict[str, Any] = {"template_responses": 0}
+    finder = None
+    if options.llm_url:
+        from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
+
+        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
     contexts: dict[str, tuple[dict, dict, str | None]] = {}
     for task in progress(tasks, desc="bird-interact", enabled=options.show_progress):
         instance = str(task.get("instance_id"))
@@ -343,9 +482,18 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             )
             continue
         try:
-            record = _record(task, sols, database, engine, kb, meanings, catalog, notes)
+            record = _record(task, sols, database, engine, kb, meanings, catalog, notes, finder)
         except MALFORMED as error:
             conversion.drops.append(malformed(key, error))
+            continue
+        unlocated = [
+            a.term
+            for a in record.ambiguities
+            if record.source["term_origin"].get(a.id) == "unlocated"
+        ]
+        if unlocated:
+            detail = f"no phrase of the request for {', '.join(map(repr, unlocated))}"
+            conversion.drops.append(Drop(key, "no_term_in_request", detail[:300]))
             continue
         conversion.items.append(Item(key, [record]))
     conversion.notes.update(notes)
@@ -353,8 +501,9 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     return conversion
 
 
-def _record(task, sols, database, engine, kb, meanings, catalog, notes):
+def _record(task, sols, database, engine, kb, meanings, catalog, notes, finder=None):
     instance = str(task["instance_id"])
+    ambiguities, origins = _ambiguities(task, kb, catalog, notes, finder)
     withheld = _withheld_ids(task)
     visible = [knowledge_text(kb[i]) for i in sorted(kb) if i not in withheld]
     conditions = task.get("conditions") or {}
@@ -373,7 +522,7 @@ def _record(task, sols, database, engine, kb, meanings, catalog, notes):
                 "column_meanings": meanings,
                 "external_knowledge": visible,
             },
-            "ambiguities": _ambiguities(task, kb, catalog, notes),
+            "ambiguities": ambiguities,
             "verification": {
                 "engine": engine,
                 "database": database,
@@ -395,6 +544,7 @@ def _record(task, sols, database, engine, kb, meanings, catalog, notes):
                 "conditions": conditions,
                 "external_knowledge_ids": task.get("external_knowledge") or [],
                 "withheld_knowledge_ids": sorted(withheld),
+                "term_origin": origins,
                 "masked_terms": sorted(
                     {
                         str(a.get("term"))

@@ -756,14 +756,20 @@ def find_phrase(text: str, phrase: str, *, stem: bool = False) -> Span | None:
 
 
 def common_phrase(
-    text: str, source: str, *, stem: bool = False, exclude: Iterable[str] = ()
+    text: str,
+    source: str,
+    *,
+    stem: bool = False,
+    exclude: Iterable[str] = (),
+    avoid: Iterable[Span] = (),
 ) -> Span | None:
     """The longest run of a source text's words that the text also has, in the text's words.
 
     The run never starts or ends with a function word and holds at least one other word; runs
     made only of excluded words (e.g. a table's noun) do not count. Among runs of one length,
     a run holding the source's last content word (the head of a noun phrase, the concept of
-    "A means B") wins, then the earlier position in the text.
+    "A means B") wins, then the earlier position in the text. Runs overlapping a span in
+    ``avoid`` (phrases other ambiguities already hold) do not count.
 
     >>> common_phrase("Which atoms are connected in single type bonds?",
     ...               "single type bond refers to bond_type = '-'").phrase
@@ -784,6 +790,7 @@ def common_phrase(
     content_words = [w for w in source_words if not is_stop_word(w)]
     head = content_words[-1] if content_words else ""
     excluded = {e.lower() for e in exclude}
+    taken = list(avoid)
     best: tuple[int, int, int] | None = None  # (length, holds the head, -start)
     best_tokens: list[tuple[str, int, int]] = []
     for i in range(len(text_tokens)):
@@ -801,7 +808,7 @@ def common_phrase(
             ):
                 n += 1
             run = _trim(text_tokens[i : i + n])
-            if not run:
+            if not run or any(run[0][1] < t.end and t.start < run[-1][2] for t in taken):
                 continue
             content = [t for t in run if not is_stop_word(t[0])]
             if all(any(words_match(t[0], e) for e in excluded) for t in content):
