@@ -3,25 +3,41 @@
 Every submitted query runs on a pooled connection inside ``BEGIN READ ONLY`` with
 ``statement_timeout`` and ``lock_timeout``; it is declared as a server-side cursor through the
 extended query protocol, so the server admits exactly one ``SELECT``/``VALUES`` statement (no
-second statement, no ``SET``, ``COPY``, DDL or data-modifying ``WITH``), and rows are fetched in
-bounded chunks. The transaction is rolled back after every query. The engine refuses to connect
-as a role that could escape a read-only transaction (a superuser, or a member of
-``pg_read_server_files``, ``pg_write_server_files`` or ``pg_execute_server_program``):
-:func:`load_corpus_databases` creates a SELECT-only role for the verifier.
+second statement, no ``SET``, ``COPY``, DDL or data-modifying ``WITH``), and its rows arrive one
+at a time (libpq's single-row mode), each measured, so a result over
+``Limits.max_result_bytes`` fails before much more than that is in memory. A watchdog closes the
+connection of a query that outlives its time limit plus a grace period (a built-in function that
+never checks for interrupts). After every query the transaction is rolled back, advisory locks
+are released and the random seed is replaced by a fresh one, so no session state reaches the
+next query.
+
+Submissions run as the *agent* role of the DSN; trusted reference queries
+(:meth:`PostgresEngine.execute_reference`) run as a separate *reference* role, so an agent
+cannot see or signal them. The engine refuses to connect as an agent role that could escape a
+read-only transaction (a superuser, or a member of ``pg_read_server_files``,
+``pg_write_server_files`` or ``pg_execute_server_program``) or reach other sessions
+(:func:`~ambitab_gym.verify.postgres_loader.isolation_problems`):
+:func:`load_corpus_databases` creates both roles and hardens the databases.
 
 * :class:`PostgresEngine` - one database on a server, through a small connection pool.
-* :func:`load_corpus_databases`, :func:`database_name` - re-exported from
-  :mod:`ambitab_gym.verify.postgres_loader`.
+* :func:`load_corpus_databases`, :func:`database_name`, :func:`check_server_setup`,
+  :func:`reference_role` - re-exported from :mod:`ambitab_gym.verify.postgres_loader`.
 
 Importing this module registers the ``postgres`` engine kind: the opener reads the DSN from
-``corpus.options["dsn"]`` (and, when ``corpus.options["load_dsn"]`` names a privileged
-connection, loads the corpus's databases through it first).
+``corpus.options["dsn"]`` (and the reference role's from ``corpus.options["reference_dsn"]``,
+default: the same DSN with user :func:`reference_role`); when ``corpus.options["load_dsn"]``
+names a superuser connection, it loads the corpus's databases through it first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import re
+import secrets
+import socket
+import sys
 import threading
 import time
 
@@ -32,20 +48,20 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from ambitab_gym.corpora.corpus import Corpus, register_engine
 from ambitab_gym.verify.base import Limits, QueryError, QueryResult
 from ambitab_gym.verify.postgres_loader import (
-    DANGEROUS_ROLES,
+    check_server_setup,
     database_name,
+    isolation_problems,
     load_corpus_databases,
+    reference_role,
 )
 
 __all__ = [
-    "MAX_RESULT_BYTES",
     "PostgresEngine",
+    "check_server_setup",
     "database_name",
     "load_corpus_databases",
+    "reference_role",
 ]
-
-#: A result whose text size exceeds this fails with ``too_large``.
-MAX_RESULT_BYTES = 64 * 2**20
 
 _CURSOR = "ambitab_submission"
 _DECLARE = f"DECLARE {_CURSOR} NO SCROLL CURSOR FOR "
@@ -54,15 +70,9 @@ _BEGIN = (
     "SET LOCAL idle_in_transaction_session_timeout = {idle_ms}; "
     "SET LOCAL cursor_tuple_fraction = 1.0"
 )
-_FIRST_CHUNK = 1_000
-_MAX_CHUNK = 10_000
-_CHUNK_BYTES = 8 * 2**20
-_PRIVILEGE_CHECK = """
-SELECT session_user,
-       coalesce(bool_or(r.rolsuper), false),
-       array_remove(array_agg(r.rolname::text) FILTER (WHERE r.rolname = ANY(%s)), NULL)
-FROM pg_roles r WHERE pg_has_role(session_user, r.oid, 'MEMBER')
-"""
+# Rows arrive one at a time (libpq single-row mode): the unit held in memory before it can be
+# measured is one row, and PostgreSQL caps one row message at 1 GB.
+_STREAM_ROWS = 1
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
 # First words of statements that are not queries (PostgreSQL's and other dialects' commands).
 _COMMAND_WORDS = (
@@ -149,10 +159,14 @@ class PostgresEngine:
     """A sandboxed connection pool to one PostgreSQL database.
 
     Args:
-        dsn: a libpq connection string or URI for an unprivileged role (see the module doc).
+        dsn: a libpq connection string or URI for the unprivileged agent role (see the module
+            doc).
         dbname: the database to use (overrides the DSN's).
+        reference_dsn: the role that runs :meth:`execute_reference` (default: ``dsn`` with user
+            :func:`reference_role` of the agent role); it must differ from the agent role.
         limits: default limits for :meth:`execute`.
-        pool_size: at most this many connections are open at once.
+        pool_size: at most this many agent connections are open at once (and two reference
+            connections).
         connect_timeout_s: libpq's ``connect_timeout``.
 
     Example:
@@ -171,10 +185,27 @@ class PostgresEngine:
         dsn: str,
         *,
         dbname: str | None = None,
+        reference_dsn: str | None = None,
         limits: Limits | None = None,
         pool_size: int = 4,
         connect_timeout_s: float = 10.0,
     ) -> None:
+        self._params = self._conninfo_params(dsn, dbname, connect_timeout_s)
+        self.dbname = str(self._params.get("dbname", ""))
+        self.limits = limits or Limits()
+        self._connect_timeout_s = connect_timeout_s
+        self._agent_user: str | None = self._params.get("user")
+        self._reference_params = (
+            self._conninfo_params(reference_dsn, dbname, connect_timeout_s)
+            if reference_dsn is not None
+            else None
+        )
+        self._pool = _Pool(make_conninfo(**self._params), pool_size, self._check_agent)
+        self._references: _Pool | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _conninfo_params(dsn: str, dbname: str | None, connect_timeout_s: float) -> dict:
         params = conninfo_to_dict(dsn)
         if dbname is not None:
             params["dbname"] = dbname
@@ -183,41 +214,82 @@ class PostgresEngine:
         params["options"] = (
             str(params.get("options", "")) + " -c default_transaction_read_only=on"
         ).strip()
-        self.dbname = str(params.get("dbname", ""))
-        self.limits = limits or Limits()
-        self._connect_timeout_s = connect_timeout_s
-        self._pool = _Pool(make_conninfo(**params), pool_size, self._check_role)
+        return params
 
-    @staticmethod
-    def _check_role(connection: psycopg.Connection) -> None:
-        row = connection.execute(_PRIVILEGE_CHECK, [list(DANGEROUS_ROLES)]).fetchone()
-        user, superuser, dangerous = row
-        if superuser or dangerous:
-            why = "a superuser" if superuser else f"a member of {', '.join(dangerous)}"
+    def _reference_user(self) -> str | None:
+        if self._reference_params is not None:
+            return self._reference_params.get("user")
+        return reference_role(self._agent_user) if self._agent_user else None
+
+    def _check_agent(self, connection: psycopg.Connection) -> None:
+        user = connection.execute("SELECT session_user::text").fetchone()[0]
+        self._agent_user = self._agent_user or user
+        problems = isolation_problems(connection, reference=self._reference_user())
+        if problems:
             raise QueryError(
                 "engine",
-                f"refusing to run submitted SQL as role {user!r}, which is {why} and could read "
-                "or write server files; connect as the SELECT-only role that "
-                "ambitab_gym.verify.postgres.load_corpus_databases creates",
+                f"refusing to run submitted SQL as role {user!r} on database {self.dbname!r}:\n"
+                + "\n".join(f"- {problem}" for problem in problems),
             )
 
-    def _connection(self) -> psycopg.Connection:
-        try:
-            return self._pool.get(self._connect_timeout_s + 5.0)
-        except psycopg.Error as error:
+    def _check_reference(self, connection: psycopg.Connection) -> None:
+        user = connection.execute("SELECT session_user::text").fetchone()[0]
+        if user == self._agent_user:
             raise QueryError(
                 "engine",
-                f"cannot connect to PostgreSQL database {self.dbname!r}: {_first_line(error)}",
-            ) from None
+                f"the reference queries would run as the agent role {user!r}; give them a role "
+                "of their own (load_corpus_databases creates "
+                f"{reference_role(user)!r}; or pass reference_dsn)",
+            )
+
+    def _reference_pool(self) -> _Pool:
+        with self._lock:
+            if self._references is None:
+                if self._reference_params is None and self._agent_user is None:
+                    # The agent role is only known after a first connection (a DSN without user).
+                    self._pool.put(self._connection(self._pool))
+                params = self._reference_params or {
+                    **self._params,
+                    "user": reference_role(str(self._agent_user)),
+                }
+                self._references = _Pool(make_conninfo(**params), 2, self._check_reference)
+            return self._references
+
+    def _connection(self, pool: _Pool) -> psycopg.Connection:
+        try:
+            return pool.get(self._connect_timeout_s + 5.0)
+        except psycopg.Error as error:
+            message = _first_line(error)
+        hint = ""
+        if pool is self._references and "does not exist" in message:
+            hint = (
+                " (the reference role is missing: run "
+                "ambitab_gym.verify.postgres.load_corpus_databases, which creates it, or pass "
+                "reference_dsn)"
+            )
+        raise QueryError(
+            "engine", f"cannot connect to PostgreSQL database {self.dbname!r}: {message}{hint}"
+        )
 
     def execute(self, sql_text: str, *, limits: Limits | None = None) -> QueryResult:
-        """Run one read-only ``SELECT`` (or ``VALUES``) statement and return its result.
+        """Run one read-only ``SELECT`` (or ``VALUES``) statement as the agent role.
 
         Raises:
             QueryError: with category ``rejected``, ``syntax``, ``runtime``, ``timeout``,
-                ``too_many_rows``, ``too_large`` or ``engine``.
+                ``too_many_rows``, ``too_large`` or ``engine`` (also when another session
+                cancelled or terminated it: a transient failure).
         """
-        limits = limits or self.limits
+        return self._execute(self._pool, sql_text, limits or self.limits)
+
+    def execute_reference(self, sql_text: str, *, limits: Limits | None = None) -> QueryResult:
+        """Run a trusted reference query as the reference role, with the same sandbox.
+
+        Agent sessions run as another role, so they can neither see this query's text nor
+        cancel it. Raises :class:`QueryError` like :meth:`execute`.
+        """
+        return self._execute(self._reference_pool(), sql_text, limits or self.limits)
+
+    def _execute(self, pool: _Pool, sql_text: str, limits: Limits) -> QueryResult:
         if not isinstance(sql_text, str) or not sql_text.strip():
             raise QueryError("rejected", "empty SQL")
         if len(sql_text) > limits.max_sql_length:
@@ -227,63 +299,77 @@ class PostgresEngine:
         if "\x00" in sql_text:
             raise QueryError("syntax", "SQL text contains a NUL character")
         for attempt in range(2):
-            connection = self._connection()
-            broken = False
+            connection = self._connection(pool)
+            failure: QueryError | None = None
+            broken = fired = False
+            token = _WATCHDOG.arm(connection, limits.timeout_s)
             try:
                 return self._run(connection, sql_text, limits)
-            except QueryError:
-                raise
+            except QueryError as error:
+                failure = error
             except psycopg.Error as error:
                 broken = _connection_lost(error)
-                if broken and attempt == 0:
+                fired = _WATCHDOG.disarm(token)
+                if fired:
+                    failure = QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+                elif broken and attempt == 0:
                     # A pooled connection that died while idle (server restart, terminated
                     # backend): try once more on a fresh one.
                     continue
-                raise _classify(error, sql_text, limits) from None
+                else:
+                    failure = _classify(error, sql_text, limits)
+            except RecursionError:
+                failure = QueryError("runtime", "a result value is nested too deeply")
+            except MemoryError:
+                failure = QueryError("too_large", "the result does not fit in memory")
             finally:
-                broken = broken or not self._reset(connection)
-                self._pool.put(connection, broken=broken)
+                fired = _WATCHDOG.disarm(token) or fired
+                broken = broken or fired or not self._reset(connection)
+                pool.put(connection, broken=broken)
+            # Raised here, outside the handler, so the driver's error (whose message can be
+            # as large as the agent made it) is not kept alive as the context.
+            raise failure
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _run(self, connection: psycopg.Connection, sql_text: str, limits: Limits) -> QueryResult:
         deadline = time.monotonic() + limits.timeout_s
         budget_ms = max(1, int(limits.timeout_s * 1000))
-        chunk_rows = min(_FIRST_CHUNK, limits.max_rows + 1)
         connection.execute(_BEGIN.format(ms=budget_ms, idle_ms=budget_ms + 10_000))
         with connection.cursor() as cursor:
             # binary=True forces the extended protocol, so the server parses exactly one
             # statement, and DECLARE ... CURSOR FOR admits only SELECT/VALUES/TABLE queries.
             # (Plain round trips: psycopg's pipeline mode costs more than it saves here.)
             cursor.execute(_DECLARE + sql_text, binary=True)
-            cursor.execute(f"FETCH FORWARD {chunk_rows} FROM {_CURSOR}")
-            columns = tuple(c.name for c in cursor.description or ())
+            if time.monotonic() >= deadline:
+                raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+            # One FETCH for the whole result (at most max_rows + 1 rows), received row by row
+            # and measured as it comes. (It runs under the same statement_timeout; the
+            # watchdog bounds the total.)
+            stream = cursor.stream(
+                f"FETCH FORWARD {limits.max_rows + 1} FROM {_CURSOR}", size=_STREAM_ROWS
+            )
             rows: list[tuple] = []
             size = 0
-            while True:
-                chunk = cursor.fetchall()
-                rows.extend(chunk)
-                if len(rows) > limits.max_rows:
-                    raise QueryError(
-                        "too_many_rows", f"result has more than {limits.max_rows} rows"
-                    )
-                row_bytes = _row_bytes(cursor.pgresult)
-                size += row_bytes * len(chunk)
-                if size > MAX_RESULT_BYTES:
-                    raise QueryError(
-                        "too_large", f"the result is larger than {MAX_RESULT_BYTES // 2**20} MiB"
-                    )
-                if len(chunk) < chunk_rows:
-                    break
-                # Size the next chunk so that it stays within a few MiB of client memory.
-                chunk_rows = max(1, min(_MAX_CHUNK, _CHUNK_BYTES // max(row_bytes, 1)))
-                remaining_ms = int((deadline - time.monotonic()) * 1000)
-                if remaining_ms <= 0:
-                    raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
-                cursor.execute(
-                    f"SET LOCAL statement_timeout = {remaining_ms}; "
-                    f"FETCH FORWARD {chunk_rows} FROM {_CURSOR}"
-                )
-                cursor.nextset()
+            try:
+                for row in stream:
+                    rows.append(row)
+                    size += _row_bytes(row)
+                    if size > limits.max_result_bytes:
+                        # Drop the connection rather than drain the rest of the result.
+                        connection.close()
+                        raise QueryError(
+                            "too_large",
+                            f"the result is larger than {_mib(limits.max_result_bytes)}",
+                        )
+            finally:
+                stream.close()
+            if len(rows) > limits.max_rows:
+                raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")
+            if not rows:
+                # An empty result's column names come with the end of the result, which the
+                # row stream does not keep: ask the (exhausted) cursor once more.
+                cursor.execute(f"FETCH FORWARD 1 FROM {_CURSOR}")
+            columns = tuple(c.name for c in cursor.description or ())
         return QueryResult(columns, rows)
 
     @staticmethod
@@ -292,9 +378,12 @@ class PostgresEngine:
         if connection.closed:
             return False
         try:
-            # One round trip: end the transaction, then drop session-level advisory locks
-            # (the only state a read-only SELECT can leave behind on a pooled connection).
-            connection.execute("ROLLBACK; SELECT pg_advisory_unlock_all()")
+            # One round trip: end the transaction (which also undoes set_config), drop
+            # session-level advisory locks, and replace the random seed a query may have set
+            # with setseed() by an unpredictable one: these are the session state a read-only
+            # SELECT can leave behind on a pooled connection (DISCARD ALL keeps the seed).
+            seed = secrets.randbits(52) / 2**51 - 1.0
+            connection.execute(f"ROLLBACK; SELECT pg_advisory_unlock_all(), setseed({seed!r})")
             return connection.info.transaction_status == 0
         except psycopg.Error:
             return False
@@ -331,6 +420,8 @@ class PostgresEngine:
     def close(self) -> None:
         """Close every pooled connection."""
         self._pool.close()
+        if self._references is not None:
+            self._references.close()
 
 
 _SCHEMA_TABLES = """
@@ -356,16 +447,94 @@ ORDER BY conrelid, CASE contype WHEN 'p' THEN 0 WHEN 'u' THEN 1 WHEN 'f' THEN 2 
 """
 
 
-def _row_bytes(pgresult) -> int:
-    """The average wire size of a row of a fetched chunk, from up to 8 sampled rows."""
-    if pgresult is None or not pgresult.ntuples:
-        return 0
-    count = pgresult.ntuples
-    sample = sorted({0, count - 1, *range(0, count, max(1, count // 8))})[:8]
-    total = sum(
-        len(pgresult.get_value(r, c) or b"") for r in sample for c in range(pgresult.nfields)
-    )
-    return total // len(sample) + 8 * pgresult.nfields
+def _row_bytes(row: tuple) -> int:
+    """The memory a fetched row takes: the tuple and every value in it (arrays, JSON included).
+
+    >>> _row_bytes((1, "x" * 1000)) > 1000
+    True
+    """
+    total = sys.getsizeof(row)
+    stack = list(row)
+    while stack:
+        value = stack.pop()
+        total += sys.getsizeof(value)
+        if isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+    return total
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
+
+class _Watchdog:
+    """Shuts down the socket of a query that outlives its time limit plus a grace period.
+
+    ``statement_timeout`` stops a query at the next interrupt check; a built-in function that
+    runs long without one (``array_fill`` of 50 million elements: 5 s past a 1 s limit) is
+    stopped here instead: the client side of the connection is shut down, the query fails with
+    ``timeout`` and the connection is discarded. One thread serves every engine.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: dict[int, tuple[float, int]] = {}
+        self._fired: set[int] = set()
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    @staticmethod
+    def grace_s(timeout_s: float) -> float:
+        """How long past its limit a query may run before its connection is shut down."""
+        return 0.5 + 0.1 * timeout_s
+
+    def arm(self, connection: psycopg.Connection, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s + self.grace_s(timeout_s)
+        # A duplicate of the socket's descriptor: shutting it down reaches the connection's
+        # socket, and it stays valid even if the connection closes its own descriptor first.
+        fd = os.dup(connection.pgconn.socket)
+        with self._cond:
+            token = next(self._tokens)
+            earliest = min((d for d, _ in self._armed.values()), default=None)
+            self._armed[token] = (deadline, fd)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="ambitab-postgres-watchdog", daemon=True
+                )
+                self._thread.start()
+            elif earliest is None or deadline < earliest:
+                self._cond.notify()
+        return token
+
+    def disarm(self, token: int) -> bool:
+        """Stop watching; True when the query's connection was shut down."""
+        with self._cond:
+            entry = self._armed.pop(token, None)
+            fired = token in self._fired
+            self._fired.discard(token)
+        if entry is not None:
+            os.close(entry[1])
+        return fired
+
+    def _watch(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for token, (deadline, fd) in list(self._armed.items()):
+                    if deadline <= now:
+                        with contextlib.suppress(OSError):
+                            socket.socket(fileno=os.dup(fd)).shutdown(socket.SHUT_RDWR)
+                        self._fired.add(token)
+                        del self._armed[token]
+                        os.close(fd)
+                wait = min((d for d, _ in self._armed.values()), default=now + 60.0) - now
+                self._cond.wait(max(wait, 0.001))
+
+
+_WATCHDOG = _Watchdog()
 
 
 def _connection_lost(error: psycopg.Error) -> bool:
@@ -388,7 +557,8 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
     primary = (diag.message_primary if diag is not None else None) or str(error)
     message = primary.strip()
     if isinstance(error, errors.QueryCanceled) and "timeout" not in message:
-        return QueryError("runtime", f"the query was cancelled ({message})")
+        # Not this query's doing: an administrator (or the server) cancelled it. Transient.
+        return QueryError("engine", f"the query was cancelled by the server, try again ({message})")
     if isinstance(error, (errors.QueryCanceled, errors.LockNotAvailable)):
         return QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
     if isinstance(error, (errors.InsufficientPrivilege, errors.ReadOnlySqlTransaction)):
@@ -444,7 +614,12 @@ def _open_postgres(corpus: Corpus, database: str, limits: Limits | None) -> Post
         reader = conninfo_to_dict(dsn).get("user") or "ambitab_reader"
         load_corpus_databases(corpus, load_dsn, reader=str(reader))
         corpus.options["_loaded"] = True
-    return PostgresEngine(dsn, dbname=database_name(corpus.name, database), limits=limits)
+    return PostgresEngine(
+        dsn,
+        dbname=database_name(corpus.name, database),
+        reference_dsn=corpus.options.get("reference_dsn"),
+        limits=limits,
+    )
 
 
 register_engine("postgres", _open_postgres)

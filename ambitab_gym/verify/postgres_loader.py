@@ -1,14 +1,27 @@
 """Loading a corpus's SQL-script databases into a PostgreSQL server for the verifier.
 
 * :func:`load_corpus_databases` - one PostgreSQL database per corpus database (named by
-  :func:`database_name`), built idempotently, plus a SELECT-only reader role.
+  :func:`database_name`), built idempotently, plus two SELECT-only login roles: the *agent* role
+  (``reader``) that submissions run as, and the *reference* role (:func:`reference_role`) that
+  the trusted reference queries run as.
 * :func:`database_name` - ``<corpus>__<database>``.
+* :func:`reference_role` - ``<reader>_reference``.
+* :func:`isolation_problems`, :func:`check_server_setup` - what would let an agent session
+  disturb or observe other sessions (signal functions, activity and statistics views, role
+  memberships, server-log settings); the engine runs the same check on every new connection.
 * :data:`DANGEROUS_ROLES` - roles that could escape a read-only transaction.
+
+Isolation (docs/security.md): in every corpus database the loader revokes from ``PUBLIC`` the
+``EXECUTE`` privilege on ``pg_cancel_backend``/``pg_terminate_backend`` and on every
+``pg_stat_*`` function, ``pg_lock_status`` and ``pg_blocking_pids``, and ``SELECT`` on every
+``pg_stat_*``/``pg_statio_*`` view and ``pg_locks`` (privileges on built-in objects are per
+database, so nothing changes elsewhere on the server). The agent role's server-log settings keep
+agent-sized messages and statements out of the server log; the reference role does not report
+its query text or table-access counts to the statistics system.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,11 +33,86 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 if TYPE_CHECKING:
     from ambitab_gym.corpora.corpus import Corpus
 
-__all__ = ["DANGEROUS_ROLES", "database_name", "load_corpus_databases"]
+__all__ = [
+    "DANGEROUS_ROLES",
+    "UnsafeServerSetup",
+    "check_server_setup",
+    "database_name",
+    "isolation_problems",
+    "load_corpus_databases",
+    "reference_role",
+]
 
 #: Members of these roles can read or write server files or run programs even read-only.
 DANGEROUS_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
+#: Members of these roles can signal other backends or read every session's query text and the
+#: server's statistics.
+OBSERVER_ROLES = ("pg_signal_backend", "pg_read_all_stats", "pg_stat_scan_tables", "pg_monitor")
 _COMMENT_PREFIX = "ambitab:"
+_REFERENCE_SUFFIX = "_reference"
+
+# Built-in functions and views an agent session must not use: they signal other backends or show
+# other sessions' query text, locks and table-access statistics.
+_SIGNAL_FUNCTIONS = ("pg_cancel_backend", "pg_terminate_backend")
+_OBSERVER_FUNCTIONS = (
+    "pg_lock_status",
+    "pg_blocking_pids",
+    "pg_safe_snapshot_blocking_pids",
+    "pg_isolation_test_session_is_blocked",
+)
+_GUARDED_FUNCTIONS = f"""
+SELECT p.oid::regprocedure::text FROM pg_proc p
+WHERE p.proname IN ({", ".join(f"'{name}'" for name in _SIGNAL_FUNCTIONS + _OBSERVER_FUNCTIONS)})
+   OR (p.proname LIKE 'pg\\_stat\\_%' AND p.proname NOT LIKE 'pg\\_stat\\_file%')
+ORDER BY 1
+"""
+_GUARDED_RELATIONS = """
+SELECT c.oid::regclass::text FROM pg_class c
+WHERE c.relkind IN ('v', 'r', 'm')
+  AND (c.relname LIKE 'pg\\_stat\\_%' OR c.relname LIKE 'pg\\_statio\\_%'
+       OR c.relname = 'pg_locks')
+ORDER BY 1
+"""
+# Server-log settings of the agent role: no agent-sized error message, statement or duration
+# line reaches the log (ERROR messages echo agent input; a 400 MB message was written per query).
+_AGENT_LOG_SETTINGS = (
+    ("log_min_messages", "fatal"),
+    ("log_min_error_statement", "panic"),
+    ("log_min_duration_statement", "-1"),
+    ("log_statement", "none"),
+    ("log_duration", "off"),
+    ("log_error_verbosity", "terse"),
+)
+_QUIET_LEVELS = ("fatal", "panic")
+# The reference role's sessions do not publish their query text or table-access counts.
+_REFERENCE_SETTINGS = (("track_activities", "off"), ("track_counts", "off"))
+
+
+class UnsafeServerSetup(ValueError):
+    """The PostgreSQL setup would let one agent disturb or observe other sessions.
+
+    The message lists each problem with what to change.
+
+    >>> str(UnsafeServerSetup(["role 'x' is a superuser"])).splitlines()[0]
+    'unsafe PostgreSQL setup for running untrusted SQL:'
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__(
+            "unsafe PostgreSQL setup for running untrusted SQL:\n"
+            + "\n".join(f"- {problem}" for problem in self.problems)
+        )
+
+
+def reference_role(reader: str) -> str:
+    """The login role that runs the trusted reference queries next to agent role ``reader``.
+
+    Example:
+        >>> reference_role("ambitab_reader")
+        'ambitab_reader_reference'
+    """
+    return reader + _REFERENCE_SUFFIX
 
 
 def database_name(corpus: str, database: str) -> str:
@@ -56,23 +144,34 @@ def load_corpus_databases(
 
     Each corpus database becomes the PostgreSQL database :func:`database_name` ``(corpus,
     database)``, built under a temporary name and renamed into place, and tagged with the
-    script's sha256 so a later call skips databases that are up to date. A SELECT-only role
-    ``reader`` is created (or checked) and granted ``CONNECT`` and ``SELECT`` on each database.
+    script's sha256 so a later call skips databases that are up to date. Two SELECT-only login
+    roles are created (or checked) and granted ``CONNECT`` and ``SELECT`` on each database:
+    ``reader``, which agent submissions run as, and :func:`reference_role` ``(reader)``, which
+    the trusted reference queries run as. Every database is hardened (see the module doc) and
+    checked with :func:`isolation_problems`, also when it was up to date.
 
     Args:
         corpus: the corpus whose manifest lists ``.sql`` databases.
-        admin_dsn: a connection allowed to create databases and roles.
-        reader: the role the verifier connects as.
-        reader_password: set as the reader's password (None: leave it unchanged / none).
+        admin_dsn: a superuser connection (creating databases and roles, revoking privileges on
+            built-in functions and setting the agent role's log settings need one).
+        reader: the agent role the verifier connects as; one per campaign keeps campaigns
+            apart even on a server whose databases were hardened by hand.
+        reader_password: set as the password of both roles (None: leave it unchanged / none).
         force: rebuild every database even when it is up to date.
 
     Returns:
         A DSN for the reader (``admin_dsn`` with the reader's user and password and no
-        database); pass it as ``engine_options={"dsn": ...}``.
+        database); pass it as ``engine_options={"dsn": ...}``. The engine derives the reference
+        role's DSN from it (same parameters, user :func:`reference_role` ``(reader)``).
+
+    Raises:
+        UnsafeServerSetup: the loading role could not harden a database or the roles.
     """
     admin = conninfo_to_dict(admin_dsn)
+    reference = reference_role(reader)
     with psycopg.connect(admin_dsn, autocommit=True) as connection:
-        _ensure_reader(connection, reader, reader_password)
+        _ensure_reader(connection, reader, reader_password, reference=reference)
+        _ensure_reader(connection, reference, reader_password, reference=None)
         for database, entry in corpus.manifest.databases.items():
             source = corpus.path / entry.file
             if source.suffix != ".sql":
@@ -85,7 +184,7 @@ def load_corpus_databases(
                 admin,
                 database_name(corpus.name, database),
                 source,
-                reader,
+                (reader, reference),
                 force=force,
             )
     params = {k: v for k, v in admin.items() if k not in ("dbname", "password", "user")}
@@ -95,7 +194,10 @@ def load_corpus_databases(
     return make_conninfo(**params)
 
 
-def _ensure_reader(connection: psycopg.Connection, reader: str, password: str | None) -> None:
+def _ensure_reader(
+    connection: psycopg.Connection, reader: str, password: str | None, *, reference: str | None
+) -> None:
+    """Create or check one SELECT-only login role; ``reference`` set: it is the agent role."""
     role = sql.Identifier(reader)
     exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [reader]).fetchone()
     if exists is None:
@@ -105,18 +207,44 @@ def _ensure_reader(connection: psycopg.Connection, reader: str, password: str | 
             ).format(role)
         )
     privileged = connection.execute(
-        "SELECT coalesce(bool_or(rolsuper), false) OR bool_or(rolname = ANY(%s)) "
+        "SELECT coalesce(bool_or(rolsuper OR rolcreaterole), false) "
+        "OR coalesce(bool_or(rolname = ANY(%s)), false) "
         "FROM pg_roles WHERE pg_has_role(%s, oid, 'MEMBER')",
-        [list(DANGEROUS_ROLES), reader],
+        [list(DANGEROUS_ROLES + OBSERVER_ROLES), reader],
     ).fetchone()[0]
     if privileged:
-        raise ValueError(f"role {reader!r} exists and is privileged; choose another reader name")
+        raise ValueError(
+            f"role {reader!r} exists and is privileged (a superuser, CREATEROLE, or a member of "
+            f"{', '.join(DANGEROUS_ROLES + OBSERVER_ROLES)}); choose another reader name"
+        )
+    if reference is not None and connection.execute(
+        "SELECT pg_has_role(%s, oid, 'MEMBER') FROM pg_roles WHERE rolname = %s",
+        [reader, reference],
+    ).fetchone() == (True,):
+        raise ValueError(
+            f"role {reader!r} is a member of {reference!r}, the role that runs the reference "
+            f"queries; revoke that membership (REVOKE {reference} FROM {reader})"
+        )
     if password is not None:
         connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, sql.Literal(password)))
     connection.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(role))
-    # Cap the temporary files one query may write (a superuser-only setting; best effort).
-    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-        connection.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = '1GB'").format(role))
+    settings = [("temp_file_limit", "1GB")]  # caps the temporary files one query may write
+    settings += list(_AGENT_LOG_SETTINGS if reference is not None else _REFERENCE_SETTINGS)
+    for name, value in settings:
+        try:
+            connection.execute(
+                sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                    role, sql.Identifier(name), sql.Literal(value)
+                )
+            )
+        except psycopg.errors.InsufficientPrivilege:
+            raise UnsafeServerSetup(
+                [
+                    f"the loading role may not set {name} for role {reader!r}; load with a "
+                    f"superuser connection, or have a superuser run "
+                    f"ALTER ROLE {reader} SET {name} = '{value}'"
+                ]
+            ) from None
 
 
 def _load_one(
@@ -124,7 +252,7 @@ def _load_one(
     admin: dict,
     name: str,
     source: Path,
-    reader: str,
+    readers: tuple[str, str],
     *,
     force: bool,
 ) -> None:
@@ -138,7 +266,7 @@ def _load_one(
             [name],
         ).fetchone()
         if current is not None and current[0] == tag and not force:
-            _grant_database(connection, name, reader)
+            _grant_database(connection, admin, name, readers)
             return
         staging = f"{name}__loading"
         connection.execute(
@@ -158,14 +286,6 @@ def _load_one(
             for (schema,) in schemas:
                 ident = sql.Identifier(schema)
                 target.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(ident))
-                target.execute(
-                    sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(ident, sql.Identifier(reader))
-                )
-                target.execute(
-                    sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
-                        ident, sql.Identifier(reader)
-                    )
-                )
             target.commit()
         connection.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
@@ -178,14 +298,154 @@ def _load_one(
         connection.execute(
             sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(name), sql.Literal(tag))
         )
-        _grant_database(connection, name, reader)
+        _grant_database(connection, admin, name, readers)
     finally:
         connection.execute("SELECT pg_advisory_unlock(%s)", [lock])
 
 
-def _grant_database(connection: psycopg.Connection, name: str, reader: str) -> None:
+def _grant_database(
+    connection: psycopg.Connection, admin: dict, name: str, readers: tuple[str, str]
+) -> None:
+    """Grant both roles read access to database ``name`` and harden it (idempotent)."""
     ident = sql.Identifier(name)
     connection.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(ident))
-    connection.execute(
-        sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(ident, sql.Identifier(reader))
+    for reader in readers:
+        connection.execute(
+            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(ident, sql.Identifier(reader))
+        )
+    with psycopg.connect(make_conninfo(**{**admin, "dbname": name}), autocommit=True) as target:
+        with target.transaction():
+            schemas = target.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname <> 'information_schema' "
+                "AND nspname NOT LIKE 'pg\\_%'"
+            ).fetchall()
+            for (schema,) in schemas:
+                for reader in readers:
+                    role = sql.Identifier(reader)
+                    target.execute(
+                        sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
+                            sql.Identifier(schema), role
+                        )
+                    )
+                    target.execute(
+                        sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
+                            sql.Identifier(schema), role
+                        )
+                    )
+            _harden(target)
+        problems = isolation_problems(target, role=readers[0], reference=readers[1])
+    if problems:
+        raise UnsafeServerSetup([f"database {name!r}: {problem}" for problem in problems])
+
+
+def _harden(connection: psycopg.Connection) -> None:
+    """Revoke from PUBLIC the built-in functions and views that reach other sessions."""
+    for (function,) in connection.execute(_GUARDED_FUNCTIONS).fetchall():
+        connection.execute(sql.SQL(f"REVOKE EXECUTE ON FUNCTION {function} FROM PUBLIC"))
+    for (relation,) in connection.execute(_GUARDED_RELATIONS).fetchall():
+        connection.execute(sql.SQL(f"REVOKE SELECT ON {relation} FROM PUBLIC"))
+
+
+_ROLE_CHECK = """
+SELECT r.rolname::text, r.rolsuper, r.rolcreaterole,
+       array(SELECT g.rolname::text FROM pg_roles g
+             WHERE g.rolname = ANY(%(watched)s) AND pg_has_role(r.oid, g.oid, 'MEMBER')
+             ORDER BY 1),
+       coalesce((SELECT pg_has_role(r.oid, x.oid, 'MEMBER') FROM pg_roles x
+                 WHERE x.rolname = %(reference)s), false),
+       array(SELECT s FROM unnest(coalesce(
+                 (SELECT setconfig FROM pg_db_role_setting
+                  WHERE setrole = r.oid AND setdatabase = 0), '{}')) s)
+FROM pg_roles r WHERE r.rolname = coalesce(%(role)s, session_user::text)
+"""
+
+
+def isolation_problems(
+    connection: psycopg.Connection, *, role: str | None = None, reference: str | None = None
+) -> list[str]:
+    """What would let agent role ``role`` disturb or observe other sessions in this database.
+
+    Checks, in the connection's database: the role is no superuser, has no ``CREATEROLE``, is
+    no member of :data:`DANGEROUS_ROLES`, ``pg_signal_backend``, ``pg_read_all_stats``,
+    ``pg_stat_scan_tables``, ``pg_monitor`` or of the ``reference`` role; it cannot execute
+    ``pg_cancel_backend``/``pg_terminate_backend``, any ``pg_stat_*`` function,
+    ``pg_lock_status`` or ``pg_blocking_pids``; it cannot read any ``pg_stat_*``/``pg_statio_*``
+    view (``pg_stat_statements`` included, wherever it is installed) or ``pg_locks``; and its
+    role settings keep agent-sized messages out of the server log.
+
+    Args:
+        connection: any connection to the database to check (the agent's own, or an admin's).
+        role: the agent role (default: the connection's ``session_user``).
+        reference: the role that runs reference queries (not checked when None).
+
+    Returns:
+        One line per problem, each saying what to change; empty when the setup is safe.
+    """
+    who = {"role": role, "reference": reference, "watched": list(DANGEROUS_ROLES + OBSERVER_ROLES)}
+    row = connection.execute(_ROLE_CHECK, who).fetchone()
+    if row is None:
+        return [f"role {role!r} does not exist; run load_corpus_databases to create it"]
+    name, superuser, createrole, memberships, in_reference, config = row
+    fix = (
+        "run ambitab_gym.verify.postgres.load_corpus_databases with a superuser connection "
+        "to harden the database"
     )
+    problems = []
+    if superuser:
+        problems.append(f"role {name!r} is a superuser; connect as an unprivileged role")
+    if createrole:
+        problems.append(f"role {name!r} has CREATEROLE; ALTER ROLE {name} NOCREATEROLE")
+    for member_of in memberships:
+        problems.append(
+            f"role {name!r} is a member of {member_of} (it could signal other backends, read "
+            f"their query text or server files); REVOKE {member_of} FROM {name}"
+        )
+    if reference is not None and (name == reference or in_reference):
+        problems.append(
+            f"role {name!r} is or belongs to {reference!r}, the role that runs the reference "
+            "queries, so it could see and cancel them; give agents a role of their own"
+        )
+    # (No query parameters here: the LIKE patterns hold '%'.)
+    who_literal = sql.Literal(name).as_string(connection)
+    granted = connection.execute(
+        f"SELECT f FROM ({_GUARDED_FUNCTIONS}) q(f) "
+        f"WHERE has_function_privilege({who_literal}, f, 'EXECUTE') UNION ALL "
+        f"SELECT r FROM ({_GUARDED_RELATIONS}) q(r) "
+        f"WHERE has_table_privilege({who_literal}, r, 'SELECT')"
+    ).fetchall()
+    if granted:
+        listed = ", ".join(item for (item,) in granted[:6])
+        more = f" and {len(granted) - 6} more" if len(granted) > 6 else ""
+        problems.append(
+            f"role {name!r} may use {listed}{more}, which signal other sessions or show their "
+            f"query text, locks or table statistics; {fix} (or REVOKE EXECUTE/SELECT on them "
+            "FROM PUBLIC in this database)"
+        )
+    settings = dict(item.split("=", 1) for item in config if "=" in item)
+    for setting in ("log_min_messages", "log_min_error_statement"):
+        if settings.get(setting, "").strip("'\"").lower() not in _QUIET_LEVELS:
+            problems.append(
+                f"role {name!r} would write agent-sized error messages and statements to the "
+                f"server log; ALTER ROLE {name} SET {setting} = 'fatal' (or {fix})"
+            )
+    return problems
+
+
+def check_server_setup(dsn: str, *, role: str | None = None, reference: str | None = None) -> None:
+    """Refuse an unsafe setup: raise :class:`UnsafeServerSetup` with what to fix.
+
+    Args:
+        dsn: a connection to a corpus database (as the agent role, or as an admin with
+            ``role`` naming the agent role).
+        role: the agent role (default: the DSN's role).
+        reference: the role that runs reference queries (default: :func:`reference_role` of
+            the agent role).
+    """
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        if role is None:
+            role = connection.execute("SELECT session_user::text").fetchone()[0]
+        problems = isolation_problems(
+            connection, role=role, reference=reference or reference_role(role)
+        )
+    if problems:
+        raise UnsafeServerSetup(problems)
