@@ -11,7 +11,13 @@ import json
 import sys
 from pathlib import Path
 
-from ambitab_gym.corpora import BUNDLED_DIR, Corpus, available_corpora, built_corpora_dir
+from ambitab_gym.corpora import (
+    BUNDLED_DIR,
+    Corpus,
+    CorpusNotFound,
+    built_corpora_dir,
+    resolve_corpus,
+)
 from ambitab_gym.corpora.stats import corpus_stats
 
 __all__ = ["COLUMNS", "corpus_entries", "format_table", "register", "run"]
@@ -58,13 +64,19 @@ def corpus_entries() -> list[dict]:
     Returns:
         The entries, bundled ones first, each group by folder name.
     """
-    active = {path.resolve() for path in available_corpora().values()}
+
+    def active(folder: Path) -> bool:  # the folder gym.make / load_corpus pick for this name
+        try:
+            return resolve_corpus(folder.name)[0] == folder.resolve()
+        except CorpusNotFound:
+            return False
+
     entries = []
     for folder, origin in _folders():
         entry: dict = {
             "name": folder.name,
             "origin": origin,
-            "active": folder.resolve() in active,
+            "active": active(folder),
             "path": str(folder),
         }
         try:
