@@ -117,21 +117,40 @@ class Verifier:
         return self._reference(record).rows
 
     def _reference(self, record: TaskRecord) -> _Reference:
+        """The reference result, computed once; only a deterministic failure is cached.
+
+        A transient failure (``engine``: cancelled, terminated, connection lost, server down)
+        is retried at once and never cached; ``runtime`` and ``timeout`` (a crashed engine
+        worker, a loaded machine) are cached only when a second attempt fails the same way.
+        """
         cached = self._references.get(record.id)
-        if cached is None:
-            spec = record.verification
+        if cached is not None:
+            return cached
+        spec = record.verification
+        last = "engine"
+        for attempt in range(3):
             try:
-                result = self.engine(spec.engine, spec.database).execute(
-                    spec.reference_sql, limits=self._reference_limits
-                )
-                rows = normalize_rows(result.rows, spec.compare.float_decimals)
-                cached = _Reference(rows, None)
+                engine = self.engine(spec.engine, spec.database)
+                # Engines that run trusted SQL under an identity of its own (PostgreSQL's
+                # reference role) offer execute_reference; the others run it like any query.
+                run = getattr(engine, "execute_reference", engine.execute)
+                result = run(spec.reference_sql, limits=self._reference_limits)
             except QueryError as error:
-                cached = _Reference(None, error.category)
-            except Exception as error:  # engine unavailable, file missing, ...
-                cached = _Reference(None, type(error).__name__)
-            self._references[record.id] = cached
-        return cached
+                category = error.category
+                if category in ("syntax", "rejected", "too_many_rows", "too_large") or (
+                    category in ("runtime", "timeout") and category == last
+                ):
+                    cached = self._references[record.id] = _Reference(None, category)
+                    return cached
+                last = category
+                time.sleep(0.05 * attempt)
+                continue
+            except Exception as error:  # engine unavailable, file missing, ...: not cached
+                return _Reference(None, type(error).__name__)
+            rows = normalize_rows(result.rows, spec.compare.float_decimals)
+            cached = self._references[record.id] = _Reference(rows, None)
+            return cached
+        return _Reference(None, last)
 
     def execute(self, record: TaskRecord, sql: str) -> QueryResult:
         """Run a submission on the record's database (sandboxed). Raises QueryError."""
