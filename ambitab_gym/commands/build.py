@@ -5,7 +5,9 @@
 
 The corpus goes to ``<data home>/corpora/<name>`` unless ``--out`` says otherwise, where
 ``gym.make`` finds it. With ``--json`` the last line of stdout is one JSON object:
-``{"corpus", "out", "records", "avts", "retained_items", "dropped": {reason: count}}``.
+``{"corpus", "out", "records", "avts", "retained_items", "dropped": {reason: count},
+"terms": {"counted_ambiguities", "in_request", "share_in_request", "origins": {origin: count}}}``
+(``terms``: how many counted ambiguity terms occur in their request, and how they were derived).
 """
 
 from __future__ import annotations
@@ -128,6 +130,13 @@ def _print(report, *, as_json: bool) -> None:
         ]
         for reason, count in sorted(report.dropped.items()):
             lines.append(f"  dropped {count:>6}  {reason}")
+        terms = report.terms or {}
+        if terms.get("counted_ambiguities"):
+            origins = ", ".join(f"{k} {v}" for k, v in terms["origins"].items())
+            lines.append(
+                f"  terms: {terms['in_request']} of {terms['counted_ambiguities']} counted "
+                f"ambiguities name a phrase of the request ({origins})"
+            )
         print("\n".join(lines), file=sys.stderr if as_json else sys.stdout)
     else:
         print(f"error: {report.error}", file=sys.stderr)

@@ -6,6 +6,8 @@
   validation (it is written beside it first and moved into place at the end).
 * :func:`check_items` - the shared checks: every record's database exists and its reference
   SQL executes with a nonempty result; items with too few surviving records are dropped.
+* :func:`term_quality` - how many counted ambiguity terms occur in their request and how they
+  were derived (in the manifest and the ``--json`` report).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ambitab_gym.convert.common import (
     Drop,
     Item,
     Workspace,
+    count_term_origins,
+    find_term,
     progress,
     sha256_file,
 )
@@ -38,7 +42,14 @@ from ambitab_gym.records import FORMAT_VERSION, PublicSpec, TaskRecord, dump_rec
 from ambitab_gym.verify.base import QueryError
 from ambitab_gym.verify.compare import normalize_rows, results_match
 
-__all__ = ["SOURCES", "BuildReport", "build_corpus", "check_items", "corpus_for_source"]
+__all__ = [
+    "SOURCES",
+    "BuildReport",
+    "build_corpus",
+    "check_items",
+    "corpus_for_source",
+    "term_quality",
+]
 
 logger = logging.getLogger("ambitab_gym")
 
@@ -80,6 +91,8 @@ def corpus_for_source(source: str) -> str:
 class BuildReport:
     """The outcome of a build (printed as JSON by ``ambitab-gym build --json``).
 
+    ``terms`` is :func:`term_quality` of the written records.
+
     Example:
         >>> BuildReport("taco", "/tmp/x", 2, 2, 2, {"empty_result": 1}).as_dict()["dropped"]
         {'empty_result': 1}
@@ -93,6 +106,7 @@ class BuildReport:
     dropped: dict[str, int]
     violations: list[dict[str, str]] = field(default_factory=list)
     error: str | None = None
+    terms: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -103,6 +117,8 @@ class BuildReport:
             "retained_items": self.retained_items,
             "dropped": dict(sorted(self.dropped.items())),
         }
+        if self.terms is not None:
+            data["terms"] = self.terms
         if self.error is not None:
             data["error"] = self.error
             data["violations"] = self.violations
@@ -111,6 +127,32 @@ class BuildReport:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+def term_quality(records: list[TaskRecord]) -> dict[str, Any]:
+    """Counted ambiguities (once per AVT), how many have a term occurring in their request (by
+    the deterministic oracle's rule), that share, and how the terms were derived
+    (``source.term_origin``).
+
+    >>> term_quality([])
+    {'counted_ambiguities': 0, 'in_request': 0, 'share_in_request': None, 'origins': {}}
+    """
+    counted = in_request = 0
+    seen: set[str] = set()
+    for record in records:
+        if record.avt_id in seen:
+            continue
+        seen.add(record.avt_id)
+        for ambiguity in record.ambiguities:
+            if ambiguity.counted:
+                counted += 1
+                in_request += find_term(record.spec.request, ambiguity.term) is not None
+    return {
+        "counted_ambiguities": counted,
+        "in_request": in_request,
+        "share_in_request": round(in_request / counted, 4) if counted else None,
+        "origins": count_term_origins(records),
+    }
 
 
 def _failure_reason(error: QueryError) -> str:
@@ -128,6 +170,7 @@ def _record_checks() -> Callable[[TaskRecord, PublicSpec, str], list[tuple[str, 
         found = []
         for violation in (
             checks.frozen_response_checks(record, oracle)
+            + checks.term_checks(record)
             + checks.canonical_checks(record, oracle)
             + checks.leak_checks(record, spec)
         ):
@@ -155,15 +198,18 @@ def check_items(
     SQL fails (``reference_sql_failed`` / ``reference_timeout``) or returns no rows
     (``empty_result``), its result equals an earlier reading's (``duplicate_result``), or one
     of the validator's record checks fails (the check's code: ``frozen_response``,
-    ``canonical_question``, ``leak``). Records with write statements (preprocess SQL) are
-    not executed. An item keeps its surviving records when at least ``min_records`` survive;
-    otherwise it is dropped with the reason of its first lost record.
+    ``term_in_request``, ``term_words``, ``canonical_question``, ``leak``). Records with write
+    statements (preprocess SQL) are not executed. An item keeps its surviving records when at
+    least ``min_records`` survive; otherwise it is dropped with the reason of its first lost
+    record. An item whose request and database repeat an earlier retained item's is dropped
+    (``duplicate_request``): different AVTs never share the public request.
 
     Returns:
         the retained items and the drops (items and single readings).
     """
     kept: list[Item] = []
     drops: list[Drop] = []
+    requests: dict[tuple[str, str], str] = {}
     record_checks = _record_checks()
     schemas: dict[str, str | None] = {}
     total = len(conversion.items)
@@ -212,6 +258,18 @@ def check_items(
             survivors.append(record)
             results.append(rows)
         if len(survivors) >= max(1, item.min_records):
+            spec = survivors[0].spec
+            request = (" ".join(spec.request.split()), spec.database)
+            if request in requests:
+                drops.append(
+                    Drop(
+                        item.key,
+                        "duplicate_request",
+                        f"same request and database as {requests[request]}",
+                    )
+                )
+                continue
+            requests[request] = item.key
             kept.append(Item(item.key, survivors, item.min_records))
             drops.extend(lost)  # single readings lost from a retained item
         else:
@@ -298,6 +356,7 @@ def _write(
             "ambiguities": ambiguities,
             "counted_ambiguities": sum(r.m for r in records),
             "zero_ambiguity_records": sum(1 for r in records if not r.ambiguities),
+            "terms": term_quality(records),
             "databases": len(files),
             "dropped": sum(dropped.values()),
         },
@@ -415,6 +474,7 @@ def build_corpus(
             avts=len({r.avt_id for r in records}),
             retained_items=len(items),
             dropped=dropped,
+            terms=term_quality(records),
         )
         violations = _validate(tmp) if validate else None
         if violations:

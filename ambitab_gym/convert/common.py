@@ -482,19 +482,21 @@ STOP_WORDS: frozenset[str] = frozenset(
     )
 )
 
-#: SQL keywords and functions. A term made only of these (``count``, ``order by``) is an SQL
-#: fragment, not the request's words.
+#: SQL keywords and functions that are not also plain English nouns or adjectives (``order``,
+#: ``length`` or ``total`` may well be the request's words). A term made only of these and
+#: function words (``count``, ``select distinct``), or an SQL clause opener such as
+#: ``order by``, is SQL, not the request's words.
 SQL_KEYWORDS: frozenset[str] = frozenset(
     re.findall(
         r"\S+",
         """
-    select from where join inner outer left right full cross natural on using group order by
-    having limit offset union intersect except distinct as asc desc and or not null is in like
-    glob between exists case when then else end cast count sum avg min max iif ifnull coalesce
-    substr substring strftime round abs length instr upper lower total nullif
-    insert update delete into values set create drop alter table view index with recursive
+    select join having limit offset union intersect except distinct asc desc null iif ifnull
+    coalesce substr substring strftime nullif glob cast avg sum count min max
     """,
     )
+)
+_SQL_CLAUSES = re.compile(
+    r"^(?:order|group|partition)\s+by$|^(?:inner|outer|left|right|full|cross|natural)\s+join$"
 )
 
 #: Instructions the upstream loaders add to a request; never a term.
@@ -610,6 +612,8 @@ def term_problem(term: str) -> str | None:
     ('instruction', 'instruction')
     >>> term_problem("Signal-to-Noise Quality Indicator (SNQI)") is None
     True
+    >>> term_problem("length"), term_problem("order"), term_problem("the max")
+    (None, None, 'sql_keyword')
     """
     words = _words_of(term)
     if not words:
@@ -620,7 +624,10 @@ def term_problem(term: str) -> str | None:
             return "instruction"
     if all(is_stop_word(w) for w in words):
         return "stop_word"
-    if all(w in SQL_KEYWORDS for w in words):
+    if _SQL_CLAUSES.match(folded) or (
+        any(w in SQL_KEYWORDS for w in words)
+        and all(w in SQL_KEYWORDS or is_stop_word(w) for w in words)
+    ):
         return "sql_keyword"
     if _SQL_SIGNS.search(term):
         return "sql_fragment"

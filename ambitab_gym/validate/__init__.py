@@ -32,11 +32,13 @@ from ambitab_gym.validate.checks import (
     canonical_checks,
     count_checks,
     distinct_checks,
+    duplicate_request_checks,
     execution_checks,
     file_checks,
     frozen_response_checks,
     leak_checks,
     record_manifest_checks,
+    term_checks,
 )
 from ambitab_gym.validate.leaks import (
     COMMON_WORDS,
@@ -89,9 +91,11 @@ def _check_loaded(corpus: Corpus, verifier: Verifier) -> list[Violation]:
         if record.verification.database not in manifest.databases:
             unrunnable.add(record.id)
     per_record += avt_checks(corpus)
+    per_record += duplicate_request_checks(corpus)
     for record in corpus.records:
         per_record += frozen_response_checks(record, manifest.oracle)
         per_record += canonical_checks(record, manifest.oracle)
+        per_record += term_checks(record)
         try:
             spec = corpus.public_spec(record)
         except Exception:  # the database is missing or broken; reported by other checks
@@ -161,7 +165,9 @@ def validate_corpus(
     records name, database files, checksums, split and record counts); AVT consistency; frozen
     responses where the intent oracle needs them; that the canonical question about each
     ambiguity, asked in annotation order in one dialogue as the full asker does, credits exactly
-    that ambiguity under the corpus's deterministic oracle; leaks; that every reference SQL
+    that ambiguity under the corpus's deterministic oracle; that every counted ambiguity's term
+    occurs in the request and no term or alias is only function words, only SQL keywords, an
+    SQL fragment or an instruction; that no two AVTs share request and database; leaks; that every reference SQL
     executes and returns rows; that the interpretations of one AVT give pairwise different
     results (under either record's comparison rules, on the verifier's normalized rows).
 

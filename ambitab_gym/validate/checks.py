@@ -14,6 +14,7 @@ import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ambitab_gym.convert.common import find_term, term_problem
 from ambitab_gym.corpora.corpus import Corpus, Manifest
 from ambitab_gym.oracles import OracleContext, OracleTurn, canonical_question, deterministic_oracle
 from ambitab_gym.records import PublicSpec, TaskRecord
@@ -27,11 +28,13 @@ __all__ = [
     "canonical_checks",
     "count_checks",
     "distinct_checks",
+    "duplicate_request_checks",
     "execution_checks",
     "file_checks",
     "frozen_response_checks",
     "leak_checks",
     "record_manifest_checks",
+    "term_checks",
 ]
 
 #: Check code -> the invariant it guards (in the order the checks run).
@@ -47,6 +50,11 @@ CHECKS: dict[str, str] = {
     "(intent oracle)",
     "canonical_question": "the canonical question about each ambiguity credits exactly that "
     "ambiguity under the corpus's deterministic oracle",
+    "term_in_request": "the term of every counted ambiguity occurs in the public request, by the "
+    "deterministic oracle's rule (whole words, case-insensitive)",
+    "term_words": "no term or alias of a counted ambiguity is only function words, only SQL "
+    "keywords, an SQL fragment or an instruction",
+    "duplicate_request": "different AVTs never share the public request and database",
     "leak": "no resolution, frozen response, sql snippet or reference SQL appears in the public "
     "spec",
     "reference_sql": "every reference SQL executes",
@@ -315,6 +323,92 @@ def canonical_checks(record: TaskRecord, oracle_kind: str) -> list[Violation]:
                     f"[{ambiguity.id!r}]",
                 )
             )
+    return out
+
+
+def term_checks(record: TaskRecord) -> list[Violation]:
+    """``term_in_request``/``term_words``: every counted ambiguity is named by the request's own
+    words (:func:`~ambitab_gym.convert.common.find_term`, the deterministic oracle's rule), and
+    neither its term nor an alias is only function words, only SQL keywords, an SQL fragment
+    or an instruction (:func:`~ambitab_gym.convert.common.term_problem`).
+
+    Example:
+        >>> from ambitab_gym.records import parse_record
+        >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
+        ...     "spec": {"request": "Which gyms are popular?", "database": "d"},
+        ...     "ambiguities": [{"id": "v", "term": "Which", "resolution": "x"},
+        ...                     {"id": "w", "term": "busy", "resolution": "y"}],
+        ...     "verification": {"database": "d", "reference_sql": "SELECT 1"}})
+        >>> for v in term_checks(record):
+        ...     print(v.check, v.message[:48])
+        term_words ambiguity 'v': the term 'Which' is only function
+        term_in_request ambiguity 'w': the term 'busy' does not occur in
+
+    Args:
+        record: the record.
+
+    Returns:
+        The record's violations.
+    """
+    out = []
+    why = {
+        "stop_word": "is only function words",
+        "sql_keyword": "is only SQL keywords",
+        "sql_fragment": "is an SQL fragment",
+        "instruction": "is an instruction",
+        "empty": "has no words",
+    }
+    request = record.spec.request
+    for ambiguity in record.ambiguities:
+        if not ambiguity.counted:
+            continue
+        for what, name in (("term", ambiguity.term), *(("alias", a) for a in ambiguity.aliases)):
+            problem = term_problem(name)
+            if problem is not None:
+                out.append(
+                    Violation(
+                        record.id,
+                        "term_words",
+                        f"ambiguity {ambiguity.id!r}: the {what} {name!r} {why[problem]}",
+                    )
+                )
+        if find_term(request, ambiguity.term) is None:
+            out.append(
+                Violation(
+                    record.id,
+                    "term_in_request",
+                    f"ambiguity {ambiguity.id!r}: the term {ambiguity.term!r} does not occur in "
+                    "the request (terms are the request's own words; a source name the request "
+                    "does not use belongs in aliases)",
+                )
+            )
+    return out
+
+
+def duplicate_request_checks(corpus: Corpus) -> list[Violation]:
+    """``duplicate_request``: no two AVTs share the public request and the database.
+
+    Args:
+        corpus: the corpus (its AVTs).
+
+    Returns:
+        Violations, each on the first record of a later AVT that repeats an earlier one.
+    """
+    out = []
+    first: dict[tuple[str, str], str] = {}
+    for avt_id, records in corpus.avts.items():
+        spec = records[0].spec
+        key = (" ".join(spec.request.split()), spec.database)
+        if key in first:
+            out.append(
+                Violation(
+                    records[0].id,
+                    "duplicate_request",
+                    f"AVT {avt_id!r} has the same request and database as AVT {first[key]!r}",
+                )
+            )
+        else:
+            first[key] = avt_id
     return out
 
 
