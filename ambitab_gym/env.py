@@ -306,13 +306,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
                 f"options['oracle'] must be an Oracle (with answer/aanswer), "
                 f"not {type(episode_oracle).__name__}"
             )
-        record_id = options.get("record_id")
-        if record_id is not None:
-            if record_id not in self._index:
-                raise ValueError(f"record {record_id!r} is not among this env's records")
-            record = self.records[self._index[record_id]]
-        else:
-            record = self.records[int(self.np_random.integers(len(self.records)))]
+        record = self._draw_record(options)
         self.record = record
         self._episode_oracle = episode_oracle
         self.trajectory = Trajectory(record.id, record.avt_id, seed=seed)
@@ -324,6 +318,19 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self._questions_left = self.max_questions(record)
         self._phase = "ask"
         return self._observation(), self._info()
+
+    def _draw_record(self, options: dict[str, Any]) -> TaskRecord:
+        """The record source: ``options["record_id"]``, else a record drawn with the env's RNG.
+
+        A subclass may draw records another way (``AmbiTab-Procedural-v0`` generates one per
+        episode, :class:`ambitab_gym.generate.env.ProceduralEnv`).
+        """
+        record_id = options.get("record_id")
+        if record_id is not None:
+            if record_id not in self._index:
+                raise ValueError(f"record {record_id!r} is not among this env's records")
+            return self.records[self._index[record_id]]
+        return self.records[int(self.np_random.integers(len(self.records)))]
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Take one decision. No action raises: anything unreadable is a question (or, in the
