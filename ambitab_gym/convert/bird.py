@@ -13,6 +13,12 @@ SQL and fixed resolutions) need a model, so the build is reproducible only from 
   reading's result are dropped by the build checks. The paper's model-based admission filters
   (a solver miss without clarification, a necessity judgment) are not applied.
 
+Terms in either path must be the request's own words: a counted ambiguity whose term occurs in
+the request keeps it (``source.term_origin``: ``released`` or ``llm``); one whose term does
+not is given the request's phrase that shares the most of its words (the old term becomes an
+alias; ``relocated``); an AVT with a term that names no phrase of the request is dropped
+(``no_term_in_request``).
+
 * :func:`convert` - the converter entry point.
 """
 
@@ -28,15 +34,20 @@ from ambitab_gym.convert.common import (
     Drop,
     Item,
     Workspace,
+    common_phrase,
+    extend_phrase,
+    find_phrase,
+    find_term,
     progress,
     sha256_file,
     slug,
+    term_problem,
 )
 from ambitab_gym.convert.ew_bird import UPSTREAM as BIRD_UPSTREAM
 from ambitab_gym.convert.ew_bird import find_bird_files, register_bird_databases
 from ambitab_gym.records import RecordError, TaskRecord, parse_record
 
-__all__ = ["convert"]
+__all__ = ["convert", "request_terms"]
 
 UPSTREAM = {
     "name": "AmbiTab-Bird over BIRD",
@@ -121,7 +132,68 @@ def _import(
     for root_options in _database_options(options):
         register_bird_databases(root_options, workspace, needed)
     for avt_id, records in avts.items():
-        conversion.items.append(Item(f"{keys[avt_id]} ({avt_id})", records))
+        key = f"{keys[avt_id]} ({avt_id})"
+        fixed = request_terms(records, "released")
+        if isinstance(fixed, str):
+            conversion.drops.append(Drop(key, "no_term_in_request", fixed))
+            continue
+        conversion.items.append(Item(key, fixed))
+
+
+def request_terms(records: list[TaskRecord], origin: str) -> list[TaskRecord] | str:
+    """The AVT's records with every counted term a phrase of the request, or why not.
+
+    A term that occurs in the request is kept (``origin``); otherwise the request's phrase
+    sharing the most of its words (or of an alias's) replaces it and the old term becomes an
+    alias (``relocated``). Records of an AVT share the request and terms, so the first
+    record decides for all.
+
+    Example:
+        >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "bird",
+        ...     "spec": {"request": "List the top earning employees.", "database": "hr"},
+        ...     "ambiguities": [{"id": "top", "term": "top earners", "resolution": "3 best"}],
+        ...     "verification": {"database": "hr", "reference_sql": "SELECT 1"}})
+        >>> fixed = request_terms([record], "released")[0]
+        >>> fixed.ambiguities[0].term, fixed.ambiguities[0].aliases, fixed.source["term_origin"]
+        ('top earning employees', ('top earners',), {'top': 'relocated'})
+    """
+    first = records[0]
+    request = first.spec.request
+    changes: dict[str, tuple[str, tuple[str, ...]]] = {}
+    origins: dict[str, str] = {}
+    for ambiguity in first.ambiguities:
+        if not ambiguity.counted:
+            continue
+        if find_term(request, ambiguity.term) is not None and term_problem(ambiguity.term) is None:
+            origins[ambiguity.id] = origin
+            continue
+        span = None
+        for name in ambiguity.names:
+            span = find_phrase(request, name, stem=True)
+            if span is None:  # a partial match: widened to the phrase around it
+                span = common_phrase(request, name, stem=True)
+                span = extend_phrase(request, span) if span is not None else None
+            if span is not None and term_problem(span.phrase) is None:
+                break
+            span = None
+        if span is None:
+            return f"the term {ambiguity.term!r} of ambiguity {ambiguity.id!r} names no phrase of the request"
+        aliases = tuple(a for a in ambiguity.aliases if term_problem(a) is None)
+        if term_problem(ambiguity.term) is None:
+            aliases = (ambiguity.term, *aliases)
+        changes[ambiguity.id] = (span.phrase, aliases)
+        origins[ambiguity.id] = "relocated"
+    out = []
+    for record in records:
+        ambiguities = [
+            a.model_copy(update={"term": changes[a.id][0], "aliases": changes[a.id][1]})
+            if a.id in changes
+            else a
+            for a in record.ambiguities
+        ]
+        source = {**(record.source or {}), "term_origin": origins}
+        out.append(record.model_copy(update={"ambiguities": ambiguities, "source": source}))
+    return out
 
 
 def _rewrite(options: BuildOptions, workspace: Workspace, conversion: Conversion) -> None:
@@ -156,6 +228,11 @@ def _rewrite(options: BuildOptions, workspace: Workspace, conversion: Conversion
                     Drop(key, "rewrite_failed", "the model gave no usable rewrite")
                 )
                 continue
+            fixed = request_terms(item.records, "llm")
+            if isinstance(fixed, str):
+                conversion.drops.append(Drop(key, "no_term_in_request", fixed))
+                continue
+            item.records = fixed
             conversion.items.append(item)
 
 
