@@ -124,7 +124,8 @@ def draw_replacements(
 
     Args:
         records: the records that will be run (the receivers).
-        pool: the records a replacement is drawn from (the donors).
+        pool: the records a replacement is drawn from (the donors; paper A.4: the corpus's
+            records, every split - a dev record may draw a train record's spec).
         rng: the generator; draw it from a fixed seed to reuse the map across runs.
 
     Returns:
@@ -132,6 +133,16 @@ def draw_replacements(
 
     Raises:
         ValueError: when a receiver's database is the only database of the pool.
+
+    Example:
+        >>> from ambitab_gym.corpora import load_corpus
+        >>> corpus = load_corpus("bird")
+        >>> dev = corpus.split("dev")
+        >>> donors = draw_replacements(dev, corpus.records, np.random.default_rng(0))
+        >>> all(donors[r.id].spec.database != r.spec.database for r in dev)
+        True
+        >>> sorted({donor.split for donor in donors.values()})
+        ['dev', 'train']
     """
     pool = list(pool)
     groups: dict[tuple[str, tuple[str, ...]], list[TaskRecord]] = {}
