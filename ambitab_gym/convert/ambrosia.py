@@ -159,6 +159,12 @@ def _scope_span(question: str, readings: list[str]) -> Span | None:
                 best = max(best, n)
         if best == 0 and after and not is_stop_word(after[0].group(0)):
             best = 1  # no reading repeats the noun: the quantifier and its first word
+        if (
+            best > 1
+            and _ends_clause(question, after[best - 1].end())
+            and _AUXILIARY.search(question[: found.start()])
+        ):
+            best -= 1  # "does every gym offer?": the last word is the verb
         if best:
             return Span(
                 found.start(),
@@ -166,6 +172,14 @@ def _scope_span(question: str, readings: list[str]) -> Span | None:
                 question[found.start() : after[best - 1].end()],
             )
     return None
+
+
+_AUXILIARY = re.compile(r"\b(?:do|does|did|can|could|will|would|should|have|has|had)\b", re.I)
+
+
+def _ends_clause(text: str, position: int) -> bool:
+    """Whether only closing punctuation follows a position up to the end of its sentence."""
+    return re.match(r"\s*(?:[?.!;]|$)", text[position:]) is not None
 
 
 def _attachment_span(question: str) -> Span | None:
@@ -204,6 +218,9 @@ def ambiguity_term(question: str, ambig_type: str, readings: list[str]) -> TermC
     >>> ambiguity_term("What films does each streaming service offer?", "scope",
     ...     ["For each streaming service, what films does it offer?"]).term
     'each streaming service'
+    >>> ambiguity_term("What activities does each club run?", "scope",
+    ...     ["What activities do all clubs run?", "For each club, what does it run?"]).term
+    'each club'
     >>> ambiguity_term("List hotels and restaurants with a pool. Show them in one table.", "attachment",
     ...     []).term
     'with a pool'

@@ -119,3 +119,29 @@ def tiny_bird(folder: Path) -> Path:
     connection.commit()
     connection.close()
     return dev
+
+
+# -- asking the built corpus's deterministic oracle ------------------------------------------
+
+
+def oracle_credits(folder: Path, record_id: str, question: str) -> frozenset[str]:
+    """The ambiguity ids the built corpus's deterministic oracle credits for one question about
+    one record (its own oracle: the manifest's ``oracle``)."""
+    from ambitab_gym.corpora import load_corpus
+    from ambitab_gym.oracles import OracleContext, deterministic_oracle
+
+    corpus = load_corpus(Path(folder))
+    (record,) = [r for r in corpus.records if r.id == record_id]
+    credits, _ = deterministic_oracle(corpus.manifest.oracle).answer(
+        question, OracleContext(record)
+    )
+    return credits
+
+
+def occurs(term: str, text: str) -> bool:
+    """Whether a term occurs in a text as whole words, case-insensitive (written here, not
+    taken from the package, so the tests do not check the package against itself)."""
+    import re
+
+    words = [re.escape(w) for w in term.split()]
+    return bool(re.search(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", text, re.IGNORECASE))

@@ -6,16 +6,18 @@ ambrosia_fixture.py) and are checked with plain sqlite3 on the built database fi
 
 from __future__ import annotations
 
+import csv
 import json
 import sqlite3
 from collections import Counter
 
 from ambrosia_fixture import COLLECTIVE_SQL, write_ambrosia_csv
-from convert_helpers import read_jsonl, run_build, tree_bytes
+from convert_helpers import occurs, oracle_credits, read_jsonl, run_build, tree_bytes
 
 from ambitab_gym.convert.ambrosia import ambiguity_term, assign_splits
 from ambitab_gym.convert.common import Item
 from ambitab_gym.records import parse_record
+from ambitab_gym.validate import validate_corpus
 
 
 def build(tmp_path, name="corpus", seed="0"):
@@ -36,10 +38,11 @@ def query(path, sql):
         connection.close()
 
 
-def test_one_record_per_reading_with_terms_from_the_annotation(tmp_path):
+def test_one_record_per_reading_with_terms_from_the_readings(tmp_path):
     out, report = build(tmp_path)
-    assert report["records"] == 6 and report["avts"] == report["retained_items"] == 3
+    assert report["records"] == 10 and report["avts"] == report["retained_items"] == 5
     assert report["dropped"] == {
+        "database_build_failed": 1,
         "duplicate_result": 1,
         "few_shot_example": 1,
         "fewer_than_two_readings": 1,
@@ -48,34 +51,126 @@ def test_one_record_per_reading_with_terms_from_the_annotation(tmp_path):
     by_request = {}
     for record in records:
         by_request.setdefault(record["spec"]["request"], []).append(record)
+    # attachment requests carry the loaders' suffix exactly once, with or without it upstream
     assert {q: len(rs) for q, rs in by_request.items()} == {
         "Which classes does every gym offer?": 2,
-        "List hotels and restaurants with a pool.": 2,
-        "Which shops are popular?": 2,
+        "What films does each streaming service offer?": 2,
+        "List parks and museums with a cafe. Show them in one table.": 2,
+        "List hotels and restaurants with a pool. Show them in one table.": 2,
+        "What's the most popular shop? Please list them.": 2,
     }
     terms = {q: {r["ambiguities"][0]["term"] for r in rs} for q, rs in by_request.items()}
     assert terms == {
         "Which classes does every gym offer?": {"every gym"},
-        "List hotels and restaurants with a pool.": {"with a pool"},
-        "Which shops are popular?": {"popular"},
+        "What films does each streaming service offer?": {"each streaming service"},
+        "List parks and museums with a cafe. Show them in one table.": {"with a cafe"},
+        "List hotels and restaurants with a pool. Show them in one table.": {"with a pool"},
+        "What's the most popular shop? Please list them.": {"popular"},
     }
+    origins = {r["source"]["ambig_type"]: r["source"]["term_origin"] for r in records}
+    assert origins == {
+        "scope": {"scope": "question_diff"},
+        "attachment": {"attachment": "question_pattern"},
+        "vague": {"vague": "question_diff"},
+    }
+    cafe = by_request["List parks and museums with a cafe. Show them in one table."]
+    # the reading's own question is the resolution, without the suffix
+    assert [r["ambiguities"][0]["resolution"] for r in cafe] == [
+        "List parks with a cafe and museums with a cafe.",
+        "List all parks, and the museums that have a cafe.",
+    ]
     gym = by_request["Which classes does every gym offer?"]
     assert [r["ambiguities"][0]["resolution"] for r in gym] == [
         "Which classes are offered by all gyms?",
         "For each gym, which classes does it offer?",
     ]
     assert all(r["ambiguities"][0]["resolution"] in r["ambiguities"][0]["response"] for r in gym)
-    assert {r["ambiguities"][0]["id"] for r in records} == {"scope", "attachment", "vague"}
     for record in records:  # the reading's own question never reaches the public spec
         assert record["ambiguities"][0]["resolution"] not in json.dumps(record["spec"])
+        assert record["spec"]["request"].count("Show them in one table.") <= 1
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["oracle"] == "intent" and manifest["engine"] == "sqlite"
+    assert manifest["counts"]["terms"] == {
+        "counted_ambiguities": 5,
+        "in_request": 5,
+        "share_in_request": 1.0,
+        "origins": {"question_diff": 3, "question_pattern": 2},
+    }
+    assert report["terms"] == manifest["counts"]["terms"]
     dropped = {d["item"]: d["reason"] for d in read_jsonl(out / "dropped.jsonl")}
     assert dropped == {
-        "ambrosia.csv:row10": "fewer_than_two_readings",
-        "ambrosia.csv:row12": "duplicate_result",
-        "ambrosia.csv:row15": "few_shot_example",
+        "ambrosia.csv:row16": "fewer_than_two_readings",
+        "ambrosia.csv:row18": "duplicate_result",
+        "ambrosia.csv:row21": "database_build_failed",
+        "ambrosia.csv:row24": "few_shot_example",
     }
+
+
+def test_built_corpus_passes_validation_and_terms_occur(tmp_path):
+    out, _ = build(tmp_path)
+    assert validate_corpus(out) == []
+    for record in read_jsonl(out / "records.jsonl"):
+        for ambiguity in record["ambiguities"]:
+            assert occurs(ambiguity["term"], record["spec"]["request"]), ambiguity["term"]
+
+
+def test_a_natural_question_naming_the_phrase_gets_the_credit(tmp_path):
+    out, _ = build(tmp_path)
+    records = {r["spec"]["request"]: r["id"] for r in read_jsonl(out / "records.jsonl")}
+    films = records["What films does each streaming service offer?"]
+    assert oracle_credits(out, films, "What do you mean by 'each streaming service'?") == {"scope"}
+    assert oracle_credits(out, films, "Do you want the films of each streaming service?") == {
+        "scope"
+    }
+    cafe = records["List parks and museums with a cafe. Show them in one table."]
+    assert oracle_credits(out, cafe, "Does 'with a cafe' apply to the parks too?") == {"attachment"}
+    popular = records["What's the most popular shop? Please list them."]
+    assert oracle_credits(out, popular, "What do you mean by popular?") == {"vague"}
+    # function words and the loaders' instruction name nothing
+    assert oracle_credits(out, films, "What do you mean by 'each'?") == frozenset()
+    assert oracle_credits(out, films, "What do you mean by 'streaming'?") == frozenset()
+    assert oracle_credits(out, cafe, "What do you mean by 'Show them in one table'?") == frozenset()
+    assert oracle_credits(out, popular, "What do you mean by 'What's'?") == frozenset()
+    assert oracle_credits(out, popular, "Please elaborate.") == frozenset()
+
+
+def test_official_and_resplit_split_labels(tmp_path):
+    source = write_ambrosia_csv(tmp_path / "upstream")
+    with source.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    # a re-split: the gym rows are "validation", the streaming rows "train", the hotel rows
+    # carry an unknown label; the few-shot rows keep the official "few_shot_examples"
+    for row in rows:
+        if "gym" in row["db_file"]:
+            row["split"] = "validation"
+        elif "streaming" in row["db_file"]:
+            row["split"] = "train"
+        elif "hotels" in row["db_file"]:
+            row["split"] = "holdout"
+    with source.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    status, report = run_build("ambrosia", "--source", str(source), "--out", str(tmp_path / "c"))
+    assert status == 0, report
+    assert report["dropped"]["few_shot_example"] == 1
+    assert report["dropped"]["unknown_split"] == 1
+    records = read_jsonl(tmp_path / "c" / "records.jsonl")
+    upstream_splits = {r["spec"]["database"]: r["source"]["upstream_split"] for r in records}
+    assert upstream_splits["gyms"] == "validation" and upstream_splits["streaming"] == "train"
+    assert "hotels" not in upstream_splits
+    assert not any("customer" in r["spec"]["request"] for r in records)  # few-shot excluded
+
+
+def test_a_dump_that_builds_no_table_is_dropped_not_fatal(tmp_path):
+    out, _ = build(tmp_path)
+    (drop,) = [
+        d for d in read_jsonl(out / "dropped.jsonl") if d["reason"] == "database_build_failed"
+    ]
+    assert drop["item"] == "ambrosia.csv:row21" and "legacy" in drop["detail"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "legacy" not in manifest["databases"]
+    assert manifest["provenance"]["failed_dumps"] == 1
 
 
 def test_dump_with_on_delete_cascade_and_other_statements(tmp_path):
@@ -115,12 +210,22 @@ def test_second_build_is_byte_identical(tmp_path):
 
 
 def test_ambiguity_terms():
-    assert ambiguity_term("What activities does each club run?", "scope", []) == "each club"
-    assert ambiguity_term("Show cafes and bakeries that open on Sunday.", "attachment", []) == (
-        "that open on Sunday"
+    readings = ["What activities does each club run?", "What activities do all clubs run?"]
+    assert ambiguity_term("What activities does each club run?", "scope", readings).term == (
+        "each club"
     )
+    choice = ambiguity_term(
+        "Show cafes and bakeries that open on Sunday. Show them in one table.", "attachment", []
+    )
+    assert (choice.term, choice.origin) == ("that open on Sunday", "question_pattern")
     readings = ["Which trails are longer than 10 km?", "Which trails climb more than 500 m?"]
-    assert ambiguity_term("Which trails are hard?", "vague", readings) == "hard"
+    assert ambiguity_term("Which trails are hard?", "vague", readings).term == "hard"
+    # "What's", "Please" and the instruction are never the term
+    readings = ["Please list the trails longer than 10 km.", "Please list the steep trails."]
+    assert ambiguity_term("What's a hard trail? Please list them.", "vague", readings).term == (
+        "hard"
+    )
+    assert ambiguity_term("Please list them. Show them in one table.", "vague", []) is None
 
 
 def test_splits_are_database_disjoint_and_near_twenty_percent():
