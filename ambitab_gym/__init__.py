@@ -60,6 +60,12 @@ def _register_envs() -> None:
                 kwargs={"corpus": corpus},
                 disable_env_checker=False,
             )
+    if "AmbiTab-Procedural-v0" not in registry:  # a fresh generated task at every reset
+        register(
+            id="AmbiTab-Procedural-v0",
+            entry_point="ambitab_gym.generate.env:ProceduralEnv",
+            disable_env_checker=False,
+        )
 
 
 _register_envs()

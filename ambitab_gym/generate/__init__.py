@@ -1,0 +1,39 @@
+"""Procedural AVTs: unlimited training tasks held to the rules of the real corpora.
+
+* :class:`TaskGenerator`, :class:`GeneratorConfig`, :class:`GeneratedTask` - draw a verified
+  AVT (a synthetic SQLite database, a request with m ambiguities, one record per combination
+  of readings) from a seed.
+* :data:`FAMILIES`, :data:`DOMAINS`, :data:`TRAIN_DOMAINS`, :data:`TEST_DOMAINS` - what it
+  draws from.
+* :func:`write_corpus` - an ordinary corpus folder (``ambitab-gym generate``).
+* :class:`ProceduralCorpus`, :class:`ProceduralEnv` - the ``AmbiTab-Procedural-v0`` env: a
+  fresh task at every reset.
+
+See ``docs/generate.md``.
+"""
+
+from __future__ import annotations
+
+from ambitab_gym.generate.database import GeneratedDatabase, build_database
+from ambitab_gym.generate.domains import DOMAINS, TEST_DOMAINS, TRAIN_DOMAINS, Domain
+from ambitab_gym.generate.families import FAMILIES
+from ambitab_gym.generate.tasks import (
+    GENERATOR_VERSION,
+    GeneratedTask,
+    GeneratorConfig,
+    TaskGenerator,
+)
+
+__all__ = [
+    "DOMAINS",
+    "FAMILIES",
+    "GENERATOR_VERSION",
+    "TEST_DOMAINS",
+    "TRAIN_DOMAINS",
+    "Domain",
+    "GeneratedDatabase",
+    "GeneratedTask",
+    "GeneratorConfig",
+    "TaskGenerator",
+    "build_database",
+]

@@ -1,0 +1,180 @@
+"""``AmbiTab-Procedural-v0``: the ask-then-solve env over a fresh generated task at every reset.
+
+* :class:`ProceduralEnv` - :class:`~ambitab_gym.env.AmbiTabEnv` whose record source is a
+  :class:`~ambitab_gym.generate.tasks.TaskGenerator`: same protocol, oracles, verifier, wrappers
+  and rewards; the curriculum (ambiguity count range, families, domains, distractor phrases)
+  is set with ``gym.make`` keyword arguments and changed between episodes with
+  :meth:`ProceduralEnv.configure`.
+* :class:`ProceduralInterpretationSolver` - the offline interpretation solver over the
+  procedural corpus's recent AVTs (for ``mode="solver"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gymnasium import spaces
+
+from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.generate.corpus import ProceduralCorpus
+from ambitab_gym.generate.families import FAMILIES
+from ambitab_gym.generate.tasks import GeneratorConfig, TaskGenerator
+from ambitab_gym.oracles import deterministic_oracle
+from ambitab_gym.policies.interpretation import InterpretationSolver
+from ambitab_gym.records import TaskRecord
+from ambitab_gym.trajectory import PublicView, render_spec
+from ambitab_gym.verify import Verifier
+
+__all__ = ["ProceduralEnv", "ProceduralInterpretationSolver"]
+
+#: The largest m the generator draws; the observation space holds its budget.
+MAX_AMBIGUITIES = 5
+_REFRESH_EVERY = 512  # resets between fresh env-owned oracles and verifiers (bounded caches)
+
+
+class ProceduralEnv(AmbiTabEnv):
+    """Ask-then-solve over procedurally generated AVTs: a new task at every reset.
+
+    ``reset(seed=s)`` draws the task from the env's RNG, so the same seed gives the same
+    task (and the same hidden reading); ``options={"record_id": ...}`` replays a record of
+    one of the last ``keep`` AVTs.
+
+    Args:
+        ambiguities: inclusive range of m (0..5).
+        families: ambiguity families (default all of :data:`~.families.FAMILIES`).
+        domains: schema families: ``"train"`` (default; the held-out ``"test"`` domains are
+            never drawn), ``"test"``, ``"all"`` or a sequence of names.
+        distractors: inclusive range of unambiguous extra phrases per request.
+        databases_per_domain, database_seed: the database pool.
+        oracle_kind: the deterministic oracle the records are written for (``intent`` or
+            ``knowledge``); ``oracle=`` still replaces the oracle itself.
+        keep: recent AVTs held for replay and for the interpretation solver.
+        solver: any solver, or ``"interpretation"`` for :class:`ProceduralInterpretationSolver`
+            (implies ``mode="solver"``).
+        **kwargs: every other :class:`AmbiTabEnv` argument (``oracle``, ``solver``, ``mode``,
+            ``reward``, ``budget_slack``, ``zero_ambiguity``, ``info_keys``, ...).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import ambitab_gym, ambitab_gym.generate
+        >>> env = gym.make("AmbiTab-Procedural-v0", ambiguities=(1, 2), domains="test")
+        >>> obs, info = env.reset(seed=3)
+        >>> again, _ = env.reset(seed=3)
+        >>> domain = env.unwrapped.record.spec.database.rsplit("_", 1)[0]
+        >>> obs["task"] == again["task"], domain in ambitab_gym.generate.TEST_DOMAINS
+        (True, True)
+        >>> obs, reward, terminated, truncated, info = env.step(ambitab_gym.STOP)
+        >>> terminated, reward
+        (True, 0.0)
+    """
+
+    def __init__(
+        self,
+        *,
+        ambiguities: tuple[int, int] = (0, 3),
+        families: Sequence[str] = FAMILIES,
+        domains: str | Sequence[str] = "train",
+        distractors: tuple[int, int] = (0, 1),
+        databases_per_domain: int = 16,
+        database_seed: int = 0,
+        oracle_kind: str = "intent",
+        keep: int = 64,
+        **kwargs: Any,
+    ) -> None:
+        for name in ("corpus", "split", "record_ids", "engine", "engine_options"):
+            if name in kwargs:
+                raise TypeError(
+                    f"AmbiTab-Procedural-v0 generates its records: {name!r} does not apply "
+                    "(write a corpus with `ambitab-gym generate` to use those)"
+                )
+        config = GeneratorConfig(
+            ambiguities=tuple(ambiguities),  # type: ignore[arg-type]
+            families=tuple(families),
+            domains=domains,  # type: ignore[arg-type]
+            distractors=tuple(distractors),  # type: ignore[arg-type]
+            databases_per_domain=databases_per_domain,
+            database_seed=database_seed,
+            oracle=oracle_kind,  # type: ignore[arg-type]
+        )
+        self.generator = TaskGenerator(config)
+        corpus = ProceduralCorpus(self.generator, keep=keep, limits=kwargs.get("limits"))
+        corpus.add(self.generator.generate(0))  # the base env wants one record to start
+        if kwargs.get("solver") == "interpretation":
+            kwargs["solver"] = ProceduralInterpretationSolver(corpus)
+        self._own_oracle = kwargs.get("oracle") is None
+        self._resets = 0
+        super().__init__(corpus, **kwargs)
+        self.corpus: ProceduralCorpus
+        budget = MAX_AMBIGUITIES + self.budget_slack - 1
+        self.observation_space = spaces.Dict(
+            {**self.observation_space.spaces, "questions_left": spaces.Discrete(budget + 1)}
+        )
+
+    def configure(self, **overrides: Any) -> GeneratorConfig:
+        """Change what the next episodes draw (a curriculum step).
+
+        ``env.unwrapped.configure(ambiguities=(1, 3), distractors=(0, 2))``; on a vector env
+        ``envs.call("configure", ambiguities=(1, 3))``. Keys are :class:`GeneratorConfig`
+        fields; ``domains`` also takes ``"train"``, ``"test"`` or ``"all"``.
+        """
+        return self.generator.configure(**overrides)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self._resets += 1
+        if self._resets % _REFRESH_EVERY == 0:
+            # the oracle's matchers and the verifier cache per record id; records here are
+            # never seen again, so start afresh instead of growing without bound
+            if self._own_oracle:
+                self.oracle = deterministic_oracle(self.corpus.manifest.oracle)
+            self.verifier.close()
+            self.verifier = Verifier(self.corpus.open_engine, limits=self.corpus.limits)
+        return super().reset(seed=seed, options=options)
+
+    def _draw_record(self, options: dict[str, Any]) -> TaskRecord:
+        record_id = options.get("record_id")
+        if record_id is not None:
+            try:
+                return self.corpus.record(record_id)
+            except KeyError:
+                raise ValueError(
+                    f"record {record_id!r} is not among the last {self.corpus.keep} generated AVTs"
+                ) from None
+        task = self.generator.generate(self.np_random)
+        records = self.corpus.add(task)
+        return records[int(self.np_random.integers(len(records)))]
+
+    def _task(self, record: TaskRecord) -> str:
+        return render_spec(self.corpus.public_spec(record))  # no per-record cache
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+class ProceduralInterpretationSolver(InterpretationSolver):
+    """:class:`InterpretationSolver` over the AVTs a :class:`ProceduralCorpus` holds now.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import ambitab_gym
+        >>> env = gym.make("AmbiTab-Procedural-v0", ambiguities=(1, 1), solver="interpretation")
+        >>> _ = env.reset(seed=0)
+        >>> term = env.unwrapped.record.ambiguities[0].term
+        >>> _ = env.step(f"Could you clarify what exactly you mean by {term}?")
+        >>> env.step(ambitab_gym.STOP)[4]["success"]
+        True
+    """
+
+    def __init__(self, corpus: ProceduralCorpus) -> None:
+        self.corpus = corpus
+
+    def candidates(self, view: PublicView) -> list[TaskRecord]:
+        request, database = _fold(view.spec.request), view.spec.database
+        for siblings in reversed(list(self.corpus.avts.values())):
+            spec = siblings[0].spec
+            if spec.database == database and _fold(spec.request) == request:
+                return siblings
+        return []

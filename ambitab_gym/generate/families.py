@@ -1,0 +1,385 @@
+"""Ambiguity families of the procedural generator, one per phenomenon of the six corpora.
+
+* :class:`Reading` - one resolution of an ambiguity: its natural-language resolution and frozen
+  response, an SQL snippet, the evidence hint (knowledge), and its effect on the query.
+* :class:`Slot` - one registered ambiguity: family, id, term (a phrase of the request), kind
+  and its readings (the first is the default reading).
+* :data:`FAMILIES` - the family names; :func:`compatible` - which families combine.
+* one builder per family (``synonym``, ``scope``, ``attachment``, ``vague``, ``knowledge``,
+  ``choice``, ``time``) returning a :class:`Slot`; the request text around the term is built
+  by :mod:`ambitab_gym.generate.tasks`.
+
+| family | mirrors | term (retail) | readings |
+|---|---|---|---|
+| synonym | AmbiQT | "order value" | the ``total`` or the ``amount`` column |
+| scope | Ambrosia (scope) | "across categories" | one figure per category, or one overall |
+| attachment | Ambrosia (attachment) | "joined before 2019" | the clause binds both tiers, or the last |
+| vague | Bird / Ambrosia (vagueness) | "top customers", "large orders" | top 3 or 5; at least 6 or 9 items |
+| knowledge | EW-Bird (masked evidence) | "loyal customers" | at least 3 or 5 orders (kind knowledge) |
+| choice | TACO (value choice) | "Portland" | Portland, Oregon or Portland, Maine |
+| time | BIRD-Interact (time frames) | "last year" | calendar 2023, or the twelve months to June 2024 |
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ambitab_gym.generate.database import GeneratedDatabase
+
+__all__ = [
+    "FAMILIES",
+    "Reading",
+    "Slot",
+    "attachment",
+    "choice",
+    "compatible",
+    "knowledge",
+    "scope",
+    "synonym",
+    "time",
+    "vague",
+]
+
+#: Every family, in the order docs and options list them.
+FAMILIES: tuple[str, ...] = (
+    "synonym",
+    "scope",
+    "attachment",
+    "vague",
+    "knowledge",
+    "choice",
+    "time",
+)
+
+_NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 8: "eight", 10: "ten"}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One resolution of an ambiguity and what it does to the query.
+
+    ``effect`` keys: ``measure`` (the measured column), ``cond`` (a WHERE conjunct), ``group``
+    (one row per category), ``limit`` (how many ranked rows).
+
+    >>> Reading("the total column", "I mean the total column.", "e.total", None,
+    ...         {"measure": "total"}, "total").label
+    'total'
+    """
+
+    resolution: str
+    response: str
+    sql_snippet: str
+    evidence: str | None
+    effect: dict = field(hash=False)
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One registered ambiguity of a generated request.
+
+    Attributes:
+        family: a name from :data:`FAMILIES`.
+        id: the ambiguity id (a slug of the term).
+        term: the ambiguous phrase, exactly as the request writes it.
+        kind: ``critical`` or ``knowledge``.
+        readings: the alternatives; the first is the default reading.
+        phrase: the request fragment that carries the term (placed by the task builder).
+
+    >>> slot = Slot("time", "last_year", "last year", "critical", (), " in the last year")
+    >>> slot.term in slot.phrase
+    True
+    """
+
+    family: str
+    id: str
+    term: str
+    kind: str
+    readings: tuple[Reading, ...]
+    phrase: str
+
+
+def slug(term: str) -> str:
+    """An ambiguity id for a term.
+
+    >>> slug("long-haul flights"), slug("joined before 2019")
+    ('long_haul_flights', 'joined_before_2019')
+    """
+    return re.sub(r"[^a-z0-9]+", "_", term.lower()).strip("_")
+
+
+def compatible(family: str, skeleton: str, chosen: set[str]) -> bool:
+    """Whether ``family`` can join ``chosen`` in a request of this skeleton.
+
+    Skeletons: ``total``/``average`` (an aggregate of a measure), ``count``, ``ranking``.
+
+    >>> compatible("synonym", "count", set()), compatible("choice", "total", {"attachment"})
+    (False, False)
+    """
+    if family == "synonym":
+        return skeleton != "count"
+    if family == "scope":
+        return skeleton != "ranking"
+    if family == "choice":
+        return "attachment" not in chosen
+    if family == "attachment":
+        return "choice" not in chosen and not (skeleton == "ranking" and "vague" in chosen)
+    if family == "vague":
+        return not (skeleton == "ranking" and "attachment" in chosen)
+    return family in ("knowledge", "time")
+
+
+def _shuffled(rng: np.random.Generator, readings: list[Reading]) -> tuple[Reading, ...]:
+    order = rng.permutation(len(readings))
+    return tuple(readings[int(i)] for i in order)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _distinct_quantiles(values: list[float], qs: tuple[float, float]) -> tuple[float, float] | None:
+    a, b = (float(np.quantile(values, q, method="lower")) for q in qs)
+    return (a, b) if a != b else None
+
+
+def synonym(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
+    """AmbiQT: the measure phrase names two synonymous columns."""
+    d = db.domain
+    readings = [
+        Reading(
+            f"the {col} column of the {d.event_table} table",
+            f"I mean the values stored in the {col} column.",
+            f"e.{col}",
+            None,
+            {"measure": col},
+            col,
+        )
+        for col in d.measure_columns
+    ]
+    term = d.measure_term
+    return Slot("synonym", slug(term), term, "critical", _shuffled(rng, readings), term)
+
+
+def scope(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
+    """Ambrosia scope: one figure per group, or one figure over all groups."""
+    d = db.domain
+    column = d.category_column
+    term = f"across {d.category_plural}"
+    readings = [
+        Reading(
+            f"a separate figure for each {column}",
+            f"Give me a separate figure for each {column}.",
+            f"GROUP BY p.{column}",
+            None,
+            {"group": True},
+            "per_group",
+        ),
+        Reading(
+            f"a single overall figure with all {d.category_plural} combined",
+            f"Just one overall figure, with all {d.category_plural} combined.",
+            f"no GROUP BY p.{column}",
+            None,
+            {"group": False},
+            "overall",
+        ),
+    ]
+    return Slot("scope", slug(term), term, "critical", _shuffled(rng, readings), f" {term}")
+
+
+def attachment(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
+    """Ambrosia attachment: does "who joined before Y" bind both tiers or only the last?"""
+    d = db.domain
+    first, second = (db.tiers[int(i)] for i in rng.choice(len(db.tiers), 2, replace=False))
+    year = int(rng.integers(2016, 2022))
+    term = f"joined before {year}"
+    people = d.entity_plural
+    tier, joined = f"c.{d.tier_column}", f"c.{d.joined_column}"
+    both = f"{tier} IN ('{first}', '{second}') AND {joined} < {year}"
+    last = f"({tier} = '{first}' OR ({tier} = '{second}' AND {joined} < {year}))"
+    readings = [
+        Reading(
+            f"the condition {term} applies to both the {first} and the {second} {people}",
+            f"Both groups: only {first} and {second} {people} who joined before {year}.",
+            both,
+            None,
+            {"cond": both},
+            "both",
+        ),
+        Reading(
+            f"only the {second} {people} must have joined before {year}; every {first} one counts",
+            f"All {first} {people}, plus just those {second} {people} who joined before {year}.",
+            last,
+            None,
+            {"cond": last},
+            "last",
+        ),
+    ]
+    phrase = f"{first} and {second} {people} who {term}"
+    return Slot("attachment", slug(term), term, "critical", _shuffled(rng, readings), phrase)
+
+
+def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> Slot | None:
+    """Vague quantities: "top customers" (how many?) in rankings, else "large orders"
+    (above which size?)."""
+    d = db.domain
+    if ranking:
+        pairs = ((3, 5), (5, 10), (3, 10), (4, 8))
+        low, high = pairs[int(rng.integers(len(pairs)))]
+        readings = [
+            Reading(
+                f"the {_NUMBER_WORDS[n]} highest-ranked {d.entity_plural}",
+                f"I mean the top {_NUMBER_WORDS[n]}.",
+                f"LIMIT {n}",
+                None,
+                {"limit": n},
+                f"top{n}",
+            )
+            for n in (low, high)
+        ]
+        term = d.top_term
+        return Slot("vague", slug(term), term, "critical", _shuffled(rng, readings), term)
+    sizes = [row[0] for row in db.execute(f"SELECT {d.size_column} FROM {d.event_table}")]
+    thresholds = _distinct_quantiles(sizes, (float(rng.uniform(0.4, 0.6)), 0.8))
+    if thresholds is None:
+        return None
+    term = d.large_term
+    adjective = term.split()[0]
+    readings = [
+        Reading(
+            f"{d.event_plural} with a {d.size_phrase} of at least {_num(t)} {d.size_unit}",
+            f"{_article(d.event_singular).capitalize()} {d.event_singular} counts as "
+            f"{adjective} from {_num(t)} {d.size_unit} of {d.size_phrase} up.",
+            f"e.{d.size_column} >= {_num(t)}",
+            None,
+            {"cond": f"e.{d.size_column} >= {_num(t)}"},
+            f"at_least_{_num(t)}",
+        )
+        for t in thresholds
+    ]
+    return Slot("vague", slug(term), term, "critical", _shuffled(rng, readings), term)
+
+
+def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) -> Slot | None:
+    """EW-Bird: a domain term defined by an evidence hint the agent never sees (kind
+    ``knowledge``), about people ("loyal customers") or things ("premium products")."""
+    d = db.domain
+    if entity:
+        counts = [
+            row[0]
+            for row in db.execute(f"SELECT COUNT(*) FROM {d.event_table} GROUP BY {d.entity_id}")
+        ]
+        thresholds = _distinct_quantiles(counts, (float(rng.uniform(0.35, 0.55)), 0.75))
+        if thresholds is None:
+            return None
+        term = d.entity_knowledge_term
+        readings = []
+        for k in thresholds:
+            cond = (
+                f"c.{d.entity_id} IN (SELECT {d.entity_id} FROM {d.event_table} "
+                f"GROUP BY {d.entity_id} HAVING COUNT(*) >= {_num(k)})"
+            )
+            readings.append(
+                Reading(
+                    f"{term} are {d.entity_plural} with at least {_num(k)} {d.event_plural}",
+                    f"I mean {d.entity_plural} who have at least {_num(k)} {d.event_plural} "
+                    "on record.",
+                    cond,
+                    f"{term} refers to {d.entity_plural} with COUNT({d.event_id}) >= {_num(k)}",
+                    {"cond": cond},
+                    f"at_least_{_num(k)}",
+                )
+            )
+        return Slot("knowledge", slug(term), term, "knowledge", _shuffled(rng, readings), term)
+    values = [row[0] for row in db.execute(f"SELECT {d.item_value_column} FROM {d.item_table}")]
+    op = d.item_knowledge_op
+    qs = (0.5, 0.75) if op == ">=" else (0.25, 0.5)
+    thresholds = _distinct_quantiles(values, qs)
+    if thresholds is None:
+        return None
+    bound = "at least" if op == ">=" else "at most"
+    term = d.item_knowledge_term
+    readings = []
+    for v in thresholds:
+        cond = f"p.{d.item_value_column} {op} {_num(v)}"
+        readings.append(
+            Reading(
+                f"{term} are {d.item_plural} whose {d.item_value_phrase} is {bound} {_num(v)}",
+                f"I mean {d.item_plural} with a {d.item_value_phrase} of {bound} {_num(v)}.",
+                cond,
+                f"{term} refers to {d.item_value_column} {op} {_num(v)}",
+                {"cond": cond},
+                f"{op}{_num(v)}",
+            )
+        )
+    return Slot(
+        "knowledge", slug(term), term, "knowledge", _shuffled(rng, readings), f" for {term}"
+    )
+
+
+def choice(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
+    """TACO value choice: a city name that two cities of the data share."""
+    d = db.domain
+    short, first, second = db.shared_city
+    readings = []
+    for city in (first, second):
+        cond = f"c.{d.city_column} = '{city}'"
+        readings.append(
+            Reading(
+                f"the {d.entity_plural} from {city}",
+                f"I mean {city}.",
+                cond,
+                None,
+                {"cond": cond},
+                slug(city),
+            )
+        )
+    return Slot(
+        "choice", slug(short), short, "critical", _shuffled(rng, readings), f" from {short}"
+    )
+
+
+def time(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
+    """Time frames: "last year" (calendar or trailing) and "past few months" (three or six)."""
+    date = f"e.{db.domain.date_column}"
+    if rng.random() < 0.5:
+        term = "last year"
+        specs = [
+            (
+                "the calendar year 2023, from January to December",
+                "I mean the calendar year 2023.",
+                f"{date} BETWEEN '2023-01-01' AND '2023-12-31'",
+                "calendar",
+            ),
+            (
+                "the twelve months up to the last day of data, July 2023 to June 2024",
+                "I mean the most recent twelve months, July 2023 through June 2024.",
+                f"{date} >= '2023-07-01'",
+                "trailing",
+            ),
+        ]
+    else:
+        term = "past few months"
+        specs = [
+            (
+                "the last three months of data, April to June 2024",
+                "The last three months: April to June 2024.",
+                f"{date} >= '2024-04-01'",
+                "three_months",
+            ),
+            (
+                "the last six months of data, January to June 2024",
+                "The last six months: January to June 2024.",
+                f"{date} >= '2024-01-01'",
+                "six_months",
+            ),
+        ]
+    readings = [Reading(r, s, c, None, {"cond": c}, label) for r, s, c, label in specs]
+    return Slot("time", slug(term), term, "critical", _shuffled(rng, readings), f" in the {term}")

@@ -1,0 +1,484 @@
+"""The procedural task generator: a database, a request with m ambiguities, one AVT.
+
+* :class:`GeneratorConfig` - the curriculum knobs: ambiguity count range, families, domains,
+  distractor phrases, database pool, the oracle the corpus declares.
+* :class:`GeneratedTask` - one AVT: its records (one per combination of readings, default
+  first) and the database they run on.
+* :class:`TaskGenerator` - ``generate(seed)`` draws a task; the same seed gives the same task,
+  whatever was generated before. Databases are drawn from a fixed pool per domain
+  (``databases_per_domain``), each a pure function of ``(domain, index, database_seed)``, and
+  kept open in the generator (no module-level state).
+
+Every reading is executed on the database; a task is kept only when every combination of
+readings returns a non-empty, NULL-free result, all pairwise different (and a ranking has no
+tie at its cut); otherwise it is drawn again from the same random stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+from ambitab_gym.generate import families as fam
+from ambitab_gym.generate.database import LAST_DAY, GeneratedDatabase, build_database
+from ambitab_gym.generate.domains import DOMAINS, TRAIN_DOMAINS, resolve_domains
+from ambitab_gym.records import TaskRecord
+from ambitab_gym.verify.compare import normalize_rows
+
+__all__ = ["GENERATOR_VERSION", "GeneratedTask", "GeneratorConfig", "TaskGenerator"]
+
+#: Bumped whenever the same seed would produce different tasks.
+GENERATOR_VERSION = "1"
+_SKELETONS = ("total", "average", "count", "ranking")
+_MAX_TRIES = 200
+_DATA_NOTE = f"The data runs until {LAST_DAY.day} June {LAST_DAY.year}."
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    """What the generator draws from (a curriculum is a sequence of these).
+
+    Attributes:
+        ambiguities: inclusive range of m, the number of registered ambiguities.
+        families: the ambiguity families to draw from (:data:`~.families.FAMILIES`).
+        domains: schema families (names, or ``"train"``, ``"test"``, ``"all"``).
+        distractors: inclusive range of unambiguous extra phrases (a city, a category, a
+            status, a year) that a good asker must learn not to ask about.
+        databases_per_domain: the size of each domain's database pool.
+        database_seed: selects another pool of databases.
+        oracle: the deterministic oracle the records are written for (``intent`` answers
+            with the frozen response, ``knowledge`` with the resolution).
+        corpus: the records' corpus name.
+
+    >>> GeneratorConfig(ambiguities=(1, 2), domains="test").domains
+    ('sports', 'flights')
+    """
+
+    ambiguities: tuple[int, int] = (0, 3)
+    families: tuple[str, ...] = fam.FAMILIES
+    domains: tuple[str, ...] = tuple(DOMAINS)
+    distractors: tuple[int, int] = (0, 1)
+    databases_per_domain: int = 16
+    database_seed: int = 0
+    oracle: Literal["intent", "knowledge"] = "intent"
+    corpus: str = "procedural"
+
+    def __post_init__(self) -> None:
+        lo, hi = (int(v) for v in self.ambiguities)
+        if not 0 <= lo <= hi <= 5:
+            raise ValueError(f"ambiguities must be a range within 0..5, not {self.ambiguities}")
+        object.__setattr__(self, "ambiguities", (lo, hi))
+        families = (self.families,) if isinstance(self.families, str) else tuple(self.families)
+        unknown = sorted(set(families) - set(fam.FAMILIES))
+        if unknown or (hi > 0 and not families):
+            raise ValueError(f"unknown families {unknown}; choose from {list(fam.FAMILIES)}")
+        object.__setattr__(self, "families", families)
+        object.__setattr__(self, "domains", resolve_domains(self.domains))
+        dlo, dhi = (int(v) for v in self.distractors)
+        if not 0 <= dlo <= dhi <= 4:
+            raise ValueError(f"distractors must be a range within 0..4, not {self.distractors}")
+        object.__setattr__(self, "distractors", (dlo, dhi))
+        if self.databases_per_domain < 1:
+            raise ValueError("databases_per_domain must be at least 1")
+        if self.oracle not in ("intent", "knowledge"):
+            raise ValueError("oracle must be 'intent' or 'knowledge'")
+
+    def as_dict(self) -> dict:
+        """JSON-ready parameters (written to a generated corpus's manifest)."""
+        return {
+            "ambiguities": list(self.ambiguities),
+            "families": list(self.families),
+            "domains": list(self.domains),
+            "distractors": list(self.distractors),
+            "databases_per_domain": self.databases_per_domain,
+            "database_seed": self.database_seed,
+            "oracle": self.oracle,
+        }
+
+
+@dataclass
+class GeneratedTask:
+    """One generated AVT.
+
+    Attributes:
+        avt_id: shared by its records.
+        records: one record per combination of readings; the first is the default reading.
+        database: the database the records run on.
+        seed: the task seed it was drawn from.
+    """
+
+    avt_id: str
+    records: tuple[TaskRecord, ...]
+    database: GeneratedDatabase
+    seed: int
+
+
+@dataclass
+class _Plan:
+    skeleton: str
+    agg: str = "SUM"
+    measure: str = ""
+    measure_phrase: str = ""
+    limit: int | None = None
+    event_np: str = ""
+    entity_np: str = ""
+    entity_modified: bool = False
+    place: str = ""
+    item: str = ""
+    status: str = ""
+    when: str = ""
+    scope: str = ""
+    top: bool = False
+    conds: list[str] = field(default_factory=list)
+    distractors: list[str] = field(default_factory=list)
+
+
+class TaskGenerator:
+    """Draws verified AVTs over synthetic SQLite databases.
+
+    Args:
+        config: a :class:`GeneratorConfig` (default: every family and domain, m in 0..3).
+        **overrides: fields of the config to replace.
+
+    Example:
+        >>> generator = TaskGenerator(ambiguities=(2, 2), domains=("retail",))
+        >>> task = generator.generate(7)
+        >>> record = task.records[0]
+        >>> record.m, len(task.records), record.spec.database.startswith("retail_")
+        (2, 4, True)
+        >>> all(a.term in record.spec.request for a in record.ambiguities)
+        True
+        >>> generator.generate(7).records == task.records
+        True
+    """
+
+    def __init__(self, config: GeneratorConfig | None = None, **overrides) -> None:
+        config = config or GeneratorConfig()
+        self.config = replace(config, **overrides) if overrides else config
+        self._databases: dict[tuple[str, int], GeneratedDatabase] = {}
+
+    def configure(self, **overrides) -> GeneratorConfig:
+        """Replace config fields (a curriculum step); databases stay cached."""
+        self.config = replace(self.config, **overrides)
+        return self.config
+
+    # -- databases ----------------------------------------------------------------------------
+
+    def database(self, domain: str, index: int) -> GeneratedDatabase:
+        """The ``index``-th database of a domain's pool (built once, then cached)."""
+        key = (domain, int(index))
+        db = self._databases.get(key)
+        if db is None:
+            number = list(DOMAINS).index(domain)
+            rng = np.random.default_rng([self.config.database_seed, number, int(index), 7919])
+            db = build_database(DOMAINS[domain], int(index), seed=rng)
+            self._databases[key] = db
+        return db
+
+    def database_by_name(self, name: str) -> GeneratedDatabase:
+        """A pool database by its name (``retail_03``)."""
+        domain, _, index = name.rpartition("_")
+        if domain not in DOMAINS or not index.isdigit():
+            raise KeyError(f"no generated database {name!r}")
+        return self.database(domain, int(index))
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def generate(
+        self,
+        seed: int | np.random.Generator,
+        *,
+        task_id: str | None = None,
+        max_records: int | None = None,
+    ) -> GeneratedTask:
+        """One verified AVT.
+
+        Args:
+            seed: a task seed, or a ``np.random.Generator`` from which one is drawn.
+            task_id: names the AVT (``<task_id>``) and its records (``<task_id>-<k>``);
+                default ``proc-<seed as hex>``.
+            max_records: cap on the AVT's size (m is lowered so that 2^m fits).
+
+        Raises:
+            RuntimeError: no valid task within the retry limit (a configuration whose
+                families cannot combine, e.g. ``families=("synonym",)`` with m = 2).
+        """
+        if isinstance(seed, np.random.Generator):
+            seed = int(seed.integers(2**63))
+        seed = int(seed)
+        rng = np.random.default_rng([seed, 104729])
+        task_id = task_id or f"proc-{seed:016x}"
+        for _ in range(_MAX_TRIES):
+            task = self._attempt(rng, seed, task_id, max_records)
+            if task is not None:
+                return task
+        raise RuntimeError(
+            f"no valid task for seed {seed} in {_MAX_TRIES} draws with {self.config}"
+        )
+
+    def _attempt(
+        self, rng: np.random.Generator, seed: int, task_id: str, max_records: int | None
+    ) -> GeneratedTask | None:
+        config = self.config
+        domain = config.domains[int(rng.integers(len(config.domains)))]
+        db = self.database(domain, int(rng.integers(config.databases_per_domain)))
+        lo, hi = config.ambiguities
+        if max_records is not None:
+            hi = min(hi, max(0, int(np.floor(np.log2(max(1, max_records))))))
+            lo = min(lo, hi)
+        m = int(rng.integers(lo, hi + 1))
+        skeleton = _SKELETONS[int(rng.integers(len(_SKELETONS)))]
+        chosen: list[str] = []
+        for _ in range(m):
+            options = [
+                f
+                for f in config.families
+                if f not in chosen and fam.compatible(f, skeleton, set(chosen))
+            ]
+            if not options:
+                return None
+            chosen.append(options[int(rng.integers(len(options)))])
+        plan, slots = self._plan(db, rng, skeleton, chosen)
+        if plan is None:
+            return None
+        request = self._request(plan, rng)
+        slots.sort(key=lambda s: request.find(s.term))
+        if any(request.count(s.term) != 1 for s in slots):
+            return None
+        combos = list(itertools.product(*(slot.readings for slot in slots)))
+        sqls = [self._sql(db, plan, combo) for combo in combos]
+        if not self._verified(db, plan, sqls, combos):
+            return None
+        return self._task(db, plan, slots, combos, sqls, request, seed, task_id, chosen)
+
+    def _plan(
+        self, db: GeneratedDatabase, rng: np.random.Generator, skeleton: str, chosen: list[str]
+    ) -> tuple[_Plan | None, list[fam.Slot]]:
+        d = db.domain
+        plan = _Plan(skeleton=skeleton, agg="AVG" if skeleton == "average" else "SUM")
+        plan.measure, plan.measure_phrase = d.size_column, d.size_phrase
+        plan.event_np, plan.entity_np = d.event_plural, d.entity_plural
+        if skeleton == "ranking":
+            plan.limit = int(rng.integers(3, 7))
+        slots: list[fam.Slot] = []
+        for family in chosen:
+            slot: fam.Slot | None
+            if family == "synonym":
+                slot = fam.synonym(db, rng)
+                plan.measure_phrase = slot.term
+            elif family == "scope":
+                slot = fam.scope(db, rng)
+                plan.scope = slot.phrase
+            elif family == "attachment":
+                slot = fam.attachment(db, rng)
+                plan.entity_np, plan.entity_modified = slot.phrase, True
+            elif family == "vague":
+                slot = fam.vague(db, rng, ranking=skeleton == "ranking")
+                if slot is not None and skeleton == "ranking":
+                    plan.top, plan.entity_np = True, slot.phrase
+                elif slot is not None:
+                    plan.event_np = slot.phrase
+            elif family == "knowledge":
+                entity = "attachment" not in chosen and not (
+                    skeleton == "ranking" and "vague" in chosen
+                )
+                entity = entity and bool(rng.random() < 0.5)
+                slot = fam.knowledge(db, rng, entity=entity)
+                if slot is not None and entity:
+                    plan.entity_np, plan.entity_modified = slot.phrase, True
+                elif slot is not None:
+                    plan.item = slot.phrase
+            elif family == "choice":
+                slot = fam.choice(db, rng)
+                plan.place = slot.phrase
+            else:
+                slot = fam.time(db, rng)
+                plan.when = slot.phrase
+            if slot is None:
+                return None, []
+            slots.append(slot)
+        self._distractors(db, rng, plan, chosen)
+        return plan, slots
+
+    def _distractors(
+        self, db: GeneratedDatabase, rng: np.random.Generator, plan: _Plan, chosen: list[str]
+    ) -> None:
+        d = db.domain
+        lo, hi = self.config.distractors
+        kinds = ["status"] if "scope" in chosen else ["category", "status"]
+        if "choice" not in chosen and "attachment" not in chosen:
+            kinds.append("place")
+        if "time" not in chosen:
+            kinds.append("year")
+        count = min(int(rng.integers(lo, hi + 1)), len(kinds))
+        for index in rng.choice(len(kinds), size=count, replace=False):
+            kind = kinds[int(index)]
+            plan.distractors.append(kind)
+            if kind == "place":
+                city = db.cities[int(rng.integers(len(db.cities)))]
+                plan.place = f" from {city.split(',')[0]}"
+                plan.conds.append(f"c.{d.city_column} = '{city}'")
+            elif kind == "category":
+                value = db.categories[int(rng.integers(len(db.categories)))]
+                plan.item += f" in the {value} {d.category_column}"
+                plan.conds.append(f"p.{d.category_column} = '{value}'")
+            elif kind == "status":
+                value = d.status_values[int(rng.integers(2))]
+                plan.status = f" with {d.status_column} {value}"
+                plan.conds.append(f"e.{d.status_column} = '{value}'")
+            else:
+                year = int(rng.integers(2022, 2024))
+                plan.when = f" in {year}"
+                plan.conds.append(f"e.{d.date_column} BETWEEN '{year}-01-01' AND '{year}-12-31'")
+
+    def _request(self, plan: _Plan, rng: np.random.Generator) -> str:
+        people = plan.entity_np + plan.place
+        tail = f"{plan.item}{plan.status}{plan.when}{plan.scope}"
+        if plan.skeleton == "ranking":
+            head = people if plan.top else f"{plan.limit} {people}"
+            ranked = (
+                f" by {plan.measure_phrase}"
+                if plan.top
+                else f" with the highest total {plan.measure_phrase}"
+            )
+            verb = ("List the", "Show the", "Which are the")[int(rng.integers(3))]
+            text = f"{verb} {head}{ranked}{tail}"
+            return text + ("?" if verb.startswith("Which") else ".")
+        by = f" by {people}" if plan.entity_modified or plan.place else ""
+        if plan.skeleton == "count":
+            return f"How many {plan.event_np}{by}{tail}?"
+        word = "total" if plan.agg == "SUM" else "average"
+        body = f"the {word} {plan.measure_phrase} of {plan.event_np}{by}{tail}"
+        verb = ("What is", "Show", "Report")[int(rng.integers(3))]
+        return f"{verb} {body}" + ("?" if verb == "What is" else ".")
+
+    def _sql(
+        self,
+        db: GeneratedDatabase,
+        plan: _Plan,
+        combo: tuple[fam.Reading, ...],
+        *,
+        cut: bool = False,
+    ) -> str:
+        """The reading's SQL; with ``cut``, a ranking's sums down to one row past the limit."""
+        d = db.domain
+        measure, group, limit = plan.measure, False, plan.limit
+        conds = list(plan.conds)
+        for reading in combo:
+            effect = reading.effect
+            measure = effect.get("measure", measure)
+            group = effect.get("group", group)
+            limit = effect.get("limit", limit)
+            if "cond" in effect:
+                conds.append(effect["cond"])
+        source = (
+            f"FROM {d.event_table} AS e JOIN {d.entity_table} AS c ON c.{d.entity_id} = "
+            f"e.{d.entity_id} JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id}"
+        )
+        where = " WHERE " + " AND ".join(conds) if conds else ""
+        if plan.skeleton == "ranking":
+            selected = f"SUM(e.{measure})" if cut else "c.name"
+            return (
+                f"SELECT {selected} {source}{where} GROUP BY c.{d.entity_id} "
+                f"ORDER BY SUM(e.{measure}) DESC LIMIT {limit + 1 if cut else limit}"
+            )
+        value = "COUNT(*)" if plan.skeleton == "count" else f"{plan.agg}(e.{measure})"
+        if group:
+            category = f"p.{d.category_column}"
+            return f"SELECT {category}, {value} {source}{where} GROUP BY {category}"
+        return f"SELECT {value} {source}{where}"
+
+    def _verified(
+        self, db: GeneratedDatabase, plan: _Plan, sqls: list[str], combos: list[tuple]
+    ) -> bool:
+        seen: set[frozenset] = set()
+        for sql, combo in zip(sqls, combos, strict=True):
+            rows = db.execute(sql)
+            if not rows or any(v is None for row in rows for v in row):
+                return False
+            if plan.skeleton == "count" and all(row[-1] == 0 for row in rows):
+                return False
+            if plan.skeleton == "ranking":
+                limit = len(rows)
+                sums = [row[0] for row in db.execute(self._sql(db, plan, combo, cut=True))]
+                expected = next(
+                    (r.effect["limit"] for r in combo if "limit" in r.effect), plan.limit
+                )
+                if limit < expected or (len(sums) > limit and sums[limit - 1] == sums[limit]):
+                    return False
+            key = frozenset(normalize_rows(rows, 4))
+            if key in seen:
+                return False
+            seen.add(key)
+        return True
+
+    def _task(
+        self,
+        db: GeneratedDatabase,
+        plan: _Plan,
+        slots: list[fam.Slot],
+        combos: list[tuple],
+        sqls: list[str],
+        request: str,
+        seed: int,
+        task_id: str,
+        chosen: list[str],
+    ) -> GeneratedTask:
+        d = db.domain
+        config = self.config
+        a, b = d.measure_columns
+        example_city = db.cities[0]
+        spec = {
+            "request": request,
+            "database": db.name,
+            "schema": None,
+            "column_meanings": {
+                f"{d.entity_table}.{d.city_column}": f"City and region, e.g. '{example_city}'.",
+                f"{d.entity_table}.{d.joined_column}": "Year the person joined.",
+                f"{d.item_table}.{d.item_value_column}": f"The {d.item_value_phrase}.",
+                f"{d.event_table}.{a}": d.measure_meaning,
+                f"{d.event_table}.{b}": d.measure_meaning,
+                f"{d.event_table}.{d.size_column}": f"The {d.size_phrase}, in {d.size_unit}.",
+            },
+            "external_knowledge": [_DATA_NOTE],
+        }
+        split = "train" if d.name in TRAIN_DOMAINS else "test"
+        records = []
+        for k, (combo, sql) in enumerate(zip(combos, sqls, strict=True)):
+            ambiguities = [
+                {
+                    "id": slot.id,
+                    "term": slot.term,
+                    "aliases": [],
+                    "kind": slot.kind,
+                    "resolution": reading.resolution,
+                    "response": reading.response,
+                    "sql_snippet": reading.sql_snippet,
+                    "evidence": reading.evidence,
+                }
+                for slot, reading in zip(slots, combo, strict=True)
+            ]
+            data = {
+                "id": f"{task_id}-{k}",
+                "avt_id": task_id,
+                "corpus": config.corpus,
+                "split": split,
+                "spec": spec,
+                "ambiguities": ambiguities,
+                "verification": {"engine": "sqlite", "database": db.name, "reference_sql": sql},
+                "source": {
+                    "kind": "procedural",
+                    "generator": f"ambitab_gym.generate v{GENERATOR_VERSION}",
+                    "task_seed": seed,
+                    "domain": d.name,
+                    "skeleton": plan.skeleton,
+                    "families": [slot.family for slot in slots],
+                    "distractors": list(plan.distractors),
+                    "readings": {slot.id: r.label for slot, r in zip(slots, combo, strict=True)},
+                },
+            }
+            records.append(TaskRecord.model_validate(data))
+        return GeneratedTask(task_id, tuple(records), db, seed)
