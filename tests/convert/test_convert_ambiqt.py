@@ -13,7 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from convert_helpers import read_jsonl, run_build, tree_bytes, upstream
+from convert_helpers import occurs, oracle_credits, read_jsonl, run_build, tree_bytes, upstream
+
+from ambitab_gym.validate import validate_corpus
 
 ITEMS_IN_SAMPLE = 487
 
@@ -47,7 +49,9 @@ def query(path: Path, sql: str) -> list[tuple]:
 
 def test_report_and_counts(built):
     out, report = built
-    assert set(report) == {"corpus", "out", "records", "avts", "retained_items", "dropped"}
+    assert set(report) == {
+        "corpus", "out", "records", "avts", "retained_items", "dropped", "terms"
+    }  # fmt: skip
     assert report["corpus"] == "ambiqt"
     assert Path(report["out"]) == out.resolve()
     records = read_jsonl(out / "records.jsonl")
@@ -177,3 +181,135 @@ def test_default_out_registers_for_gym_make(paths, data_home):
         assert len(env.unwrapped.corpus) == report["records"]
     finally:
         env.close()
+
+
+# -- terms: the question's own words -----------------------------------------------------------
+
+
+def test_built_corpus_passes_validation_and_every_term_occurs(built):
+    out, report = built
+    assert validate_corpus(out) == []
+    records = read_jsonl(out / "records.jsonl")
+    for record in records:
+        (ambiguity,) = record["ambiguities"]
+        assert occurs(ambiguity["term"], record["spec"]["request"]), record["id"]
+        assert record["source"]["term_origin"] == {ambiguity["id"]: ambiguity_origin(record)}
+    terms = report["terms"]
+    assert terms["counted_ambiguities"] == report["avts"] == terms["in_request"]
+    assert terms["share_in_request"] == 1.0
+    assert sum(terms["origins"].values()) == report["avts"]
+    assert set(terms["origins"]) <= {"column_name", "synonym", "table_noun"}
+
+
+def ambiguity_origin(record: dict) -> str:
+    return next(iter(record["source"]["term_origin"].values()))
+
+
+def by_question(out: Path, question: str, column: str) -> dict:
+    (record,) = [
+        r
+        for r in read_jsonl(out / "records.jsonl")
+        if r["spec"]["request"] == question and r["source"]["column"] == column
+        and r["id"].endswith("-1")
+    ]  # fmt: skip
+    return record
+
+
+def test_hand_checked_terms_name_the_column_not_the_table(built):
+    out, _ = built
+    # contestant_name: the question says "names", the table noun "contestants" is not the term
+    record = by_question(
+        out,
+        "What are the names of the contestants whose names are not 'Jessie Alloway'",
+        "contestant_name",
+    )
+    assert record["ambiguities"][0]["term"] == "names"
+    assert "contestant name" in record["ambiguities"][0]["aliases"]
+    # Pets.weight: the question only says "weigh" (a shared stem); the column is an alias
+    record = by_question(out, "How much does the youngest dog weigh?", "weight")
+    assert (record["ambiguities"][0]["term"], record["ambiguities"][0]["aliases"]) == (
+        "weigh", ["weight"],
+    )  # fmt: skip
+    # VOTES.created: the whole phrase of the question, not the column name it never uses
+    question = "What are the distinct states and create time of all votes?"
+    assert by_question(out, question, "created")["ambiguities"][0]["term"] == "create time"
+    # Student.Sex: the question uses AmbiQT's synonym "gender"
+    question = "Find the first name and gender of student who have more than one pet."
+    record = by_question(out, question, "Sex")
+    assert record["ambiguities"][0]["term"] == "gender"
+    assert record["source"]["term_origin"] == {"column_sex": "synonym"}
+
+
+def test_a_natural_question_naming_the_phrase_gets_the_credit(built):
+    out, _ = built
+    record = by_question(
+        out,
+        "What are the names of the contestants whose names are not 'Jessie Alloway'",
+        "contestant_name",
+    )
+    ident = record["ambiguities"][0]["id"]
+    assert oracle_credits(out, record["id"], "Which names do you mean?") == {ident}
+    assert oracle_credits(out, record["id"], "What do you mean by 'names'?") == {ident}
+    assert oracle_credits(out, record["id"], "What do you mean by 'the'?") == frozenset()
+    assert oracle_credits(out, record["id"], "What do you mean by 'of'?") == frozenset()
+    record = by_question(out, "How much does the youngest dog weigh?", "weight")
+    assert oracle_credits(out, record["id"], "How should I measure the weight?") == {
+        "column_weight"
+    }
+
+
+def write_checkout(folder: Path, paths, rows: list[dict]) -> Path:
+    """An AmbiQT checkout in the upstream layout holding the given (edited) real rows."""
+    source, _ = paths
+    (folder / "benchmark" / "col-synonyms").mkdir(parents=True)
+    (folder / "spider").mkdir()
+    (folder / "benchmark" / "col-synonyms" / "validation.json").write_text(json.dumps(rows))
+    tables = source / "spider" / "tables.json"
+    (folder / "spider" / "tables.json").write_text(tables.read_text("utf-8"))
+    return folder
+
+
+def sample_rows(paths) -> list[dict]:
+    source, _ = paths
+    return json.loads((source / "benchmark" / "col-synonyms" / "validation.json").read_text())
+
+
+def test_hyphenated_synonym_is_quoted_and_builds(paths, tmp_path):
+    rows = sample_rows(paths)
+    row = dict(rows[5])  # singer.Name -> artist_name / performer_name, as upstream writes it
+    assert row["query1"] == "select artist_name, country, age from singer order by age desc"
+    row["query1"] = row["query1"].replace("artist_name", "stage-name")
+    row["extra_map"] = {"singer": {"name": ["stage-name", "performer_name"]}}
+    checkout = write_checkout(tmp_path / "AmbiQT", paths, [row])
+    out = tmp_path / "corpus"
+    status, report = run_build(
+        "ambiqt", "--source", str(checkout), "--databases", str(paths[1]), "--out", str(out)
+    )
+    assert status == 0, report
+    assert report["records"] == 2 and report["dropped"] == {}
+    records = read_jsonl(out / "records.jsonl")
+    sql = records[0]["verification"]["reference_sql"]
+    assert sql == 'select "stage-name", country, age from singer order by age desc'
+    manifest = json.loads((out / "manifest.json").read_text())
+    rebuilt = out / manifest["databases"][records[0]["verification"]["database"]]["file"]
+    assert len(query(rebuilt, sql)) == 6
+    assert records[0]["ambiguities"][0]["term"] == "names"
+
+
+def test_a_synonym_colliding_with_another_tables_column_is_synonym_collides(paths, built, tmp_path):
+    out, _ = built
+    # real sample item 471: song.title -> "name", which is also singer.Name (both tables joined)
+    reasons = {d["item"]: d["reason"] for d in read_jsonl(out / "dropped.jsonl")}
+    assert reasons["benchmark/col-synonyms/validation.json#471"] == "synonym_collides"
+    # an edited real row: stadium.Name -> "theme", a column of the joined concert table; the
+    # unqualified reading would fail with "ambiguous column name"
+    row = dict(sample_rows(paths)[28])
+    assert "join stadium" in row["query1"]
+    row["query1"] = row["query1"].replace("t2.title", "theme")
+    row["extra_map"] = {"stadium": {"name": ["theme", "appellation"]}}
+    checkout = write_checkout(tmp_path / "AmbiQT", paths, [row])
+    status, report = run_build(
+        "ambiqt", "--source", str(checkout), "--databases", str(paths[1]),
+        "--out", str(tmp_path / "c"),
+    )  # fmt: skip
+    assert status == 1 and report["dropped"] == {"synonym_collides": 1}
