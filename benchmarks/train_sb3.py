@@ -3,9 +3,11 @@
 PPO with :class:`~ambitab_gym.integrations.sb3.MenuPolicy` learns on the Bird sample's ``train``
 split (question-F1 reward, deterministic oracle) through the ``QuestionMenu`` wrapper, then
 asks on the ``dev`` split, whose databases it never saw. Reported per training seed and as
-means: question-F1 (paper eq. 2, macro mean over episodes), precision and recall of the trained
-policy (greedy), of the same network before training, and of a policy that picks uniformly
-among the menu's valid slots. The last line is JSON.
+means: F1, precision and recall of the trained policy (greedy), of the same network before
+training, and of a policy that picks uniformly among the menu's valid slots. The scores are
+those of ``ambitab-gym evaluate`` (:func:`ambitab_gym.metrics.macro_means`, paper C.3): F1 is
+the mean of episode-level question-F1 (eq. 2) over ambiguity-bearing episodes, precision is
+over episodes that asked. The last line is JSON.
 
     python benchmarks/train_sb3.py [--steps 20000] [--seeds 0 1 2]
 """

@@ -31,7 +31,7 @@ import json
 import gymnasium as gym
 import numpy as np
 
-from ambitab_gym.integrations.common import group_advantages, score_episode, summarize
+from ambitab_gym.integrations.common import group_advantages, macro_means, score_episode
 from ambitab_gym.wrappers import QuestionMenu
 from ambitab_gym.wrappers.menu import MenuLayout
 
@@ -82,7 +82,7 @@ def evaluate(env, act) -> dict:
             obs, _, terminated, truncated, _ = env.step(act(obs))
             done = terminated or truncated
         scores.append(score_episode(env.unwrapped.trajectory, env.unwrapped.record))
-    return summarize(scores)
+    return macro_means(scores)
 
 
 def greedy_zero(obs: np.ndarray, layout: MenuLayout) -> int:

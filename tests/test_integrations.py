@@ -18,8 +18,8 @@ from ambitab_gym.integrations.common import (
     ChatSession,
     EpisodeScore,
     group_advantages,
+    macro_means,
     score_episode,
-    summarize,
 )
 from ambitab_gym.integrations.skyrl import AmbiTabTextEnv, skyrl_dataset
 from ambitab_gym.integrations.trl import (
@@ -401,7 +401,9 @@ def test_score_episode_and_summary():
     # 3 questions, 2 productive, both ambiguities covered: p = 2/3, r = 1, F1 = 0.8
     assert score.n_questions == 3 and score.recall == 1.0
     assert score.precision == pytest.approx(2 / 3) and score.f1 == pytest.approx(0.8)
-    summary = summarize([score, EpisodeScore("x", 1.0, None, None, 0)])
-    assert summary["f1"] == pytest.approx(0.9) and summary["precision"] == pytest.approx(2 / 3)
+    # an m = 0 episode that abstained: C.3 leaves it out of recall and F1 (it used to count as
+    # F1 = 1 here, giving 0.9; evaluation never counted it - one definition now)
+    summary = macro_means([score, EpisodeScore("x", None, None, None, None, 0)])
+    assert summary["f1"] == pytest.approx(0.8) and summary["precision"] == pytest.approx(2 / 3)
     assert summary["episodes"] == 2 and summary["questions"] == 1.5
     assert common.__all__  # the module's public names exist

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ambitab_gym.metrics import eligible_value
+
 __all__ = [
     "Interval",
     "cluster_bootstrap",
@@ -135,10 +137,11 @@ def _sums(
     totals = np.zeros(len(index))
     counts = np.zeros(len(index))
     for row in rows:
-        if row["condition"] != condition or row.get(metric) is None:
+        value = eligible_value(row, metric) if row["condition"] == condition else None
+        if value is None:
             continue
         k = index[unit_of(row)]
-        totals[k] += float(row[metric])
+        totals[k] += value
         counts[k] += 1
     return totals, counts
 
@@ -157,8 +160,9 @@ def cluster_bootstrap(
 ) -> Interval:
     """mean(metric | minuend) - mean(metric | subtrahend), with a cluster-bootstrap interval.
 
-    Each mean is a macro mean over the rows of that condition whose ``metric`` is not None
-    (equal weight per record and seed). A resample draws clusters with replacement (as many as
+    Each mean is a macro mean over the rows of that condition whose ``metric`` C.3 defines
+    (:func:`~ambitab_gym.metrics.eligible_value`: not None, and no recall or F1 of a fallback
+    stop; equal weight per record and seed). A resample draws clusters with replacement (as many as
     there are); a cluster drawn k times counts its rows k times in both means. Resamples in
     which a term has no eligible row are left out of the percentiles.
 

@@ -10,7 +10,8 @@
 * :func:`format_leakage_table` - reports as an aligned table like paper Table 14.
 
 Populations: success over every episode, recall over episodes with at least one counted
-ambiguity (paper C.3). All runs of a comparison use the same records and seeds; intervals pool
+ambiguity that did not end in a fallback stop (paper C.3;
+:func:`ambitab_gym.metrics.eligible_value`, the same rule evaluation summaries use). All runs of a comparison use the same records and seeds; intervals pool
 the seeds and resample AVT clusters (for dRec_spec^Q, AVTs linked by a shared replacement).
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ambitab_gym.diagnostics.bootstrap import Interval, cluster_bootstrap, union_clusters
+from ambitab_gym.metrics import macro_means
 
 __all__ = [
     "CONDITIONS",
@@ -93,10 +95,7 @@ REFERENCE_TERMS: tuple[DiagnosticSpec, ...] = (
 
 
 def _macro(rows: Iterable[Mapping], condition: str, metric: str) -> float | None:
-    values = [
-        float(r[metric]) for r in rows if r["condition"] == condition and r[metric] is not None
-    ]
-    return statistics.fmean(values) if values else None
+    return macro_means(r for r in rows if r["condition"] == condition)[metric]
 
 
 def _difference(rows: Sequence[Mapping], spec: DiagnosticSpec) -> float | None:

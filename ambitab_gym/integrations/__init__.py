@@ -14,7 +14,7 @@ Modules (each imports its trainer only if installed; names load on first use):
   ``trl_reward``.
 * :mod:`ambitab_gym.integrations.verifiers` - verifiers: ``AmbiTabProtocol``
   (``MultiTurnEnv``-style methods), ``load_environment``, ``verifiers_dataset``.
-* :mod:`ambitab_gym.integrations.common` - ``ChatSession``, ``score_episode``, ``summarize``,
+* :mod:`ambitab_gym.integrations.common` - ``ChatSession``, ``score_episode``, ``macro_means``,
   ``group_advantages`` (paper eq. 4 with zero-advantage group filtering).
 """
 
@@ -28,8 +28,8 @@ _MODULES = {
     "EpisodeScore": "ambitab_gym.integrations.common",
     "GroupAdvantages": "ambitab_gym.integrations.common",
     "group_advantages": "ambitab_gym.integrations.common",
+    "macro_means": "ambitab_gym.integrations.common",
     "score_episode": "ambitab_gym.integrations.common",
-    "summarize": "ambitab_gym.integrations.common",
     "MenuPolicy": "ambitab_gym.integrations.sb3",
     "evaluate_menu_policy": "ambitab_gym.integrations.sb3",
     "make_menu_env": "ambitab_gym.integrations.sb3",

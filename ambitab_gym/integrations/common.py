@@ -7,10 +7,10 @@
   messages are built from the agent's view of that stack.
 * :func:`apply_wrappers` - wrap an env in a sequence of wrappers (callables or
   ``"module:callable"`` import paths, innermost first), as the adapters' ``wrappers`` options do.
-* :class:`EpisodeScore` and :func:`score_episode` - question-F1 (paper eq. 2), precision and
-  recall of one finished episode, read from the env's trajectory (evaluation side only).
-* :func:`summarize` - macro means over episodes (precision over episodes that asked, recall over
-  records with ambiguities), as paper Definition 2 and D.1 define them.
+* :class:`EpisodeScore`, :func:`score_episode` and :func:`macro_means` - re-exported from
+  :mod:`ambitab_gym.metrics`: the one episode scorer and the one aggregation of paper C.3
+  (precision over episodes that asked; recall and F1 over ambiguity-bearing episodes that did
+  not end in a fallback stop), the same numbers ``ambitab-gym evaluate`` reports.
 * :func:`group_advantages` - trajectory-level advantages of paper eq. 4 with zero-advantage group
   filtering (Appendix D.1): constant-reward groups are dropped; if every group is constant, one
   complete group is kept so the batch is not empty.
@@ -26,9 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from ambitab_gym.metrics import episode_precision, episode_recall, question_f1
-from ambitab_gym.records import TaskRecord
-from ambitab_gym.trajectory import Trajectory
+from ambitab_gym.metrics import EpisodeScore, macro_means, score_episode
 from ambitab_gym.wrappers.chat import ChatMessages, new_messages
 
 __all__ = [
@@ -38,8 +36,8 @@ __all__ = [
     "EpisodeScore",
     "GroupAdvantages",
     "group_advantages",
+    "macro_means",
     "score_episode",
-    "summarize",
 ]
 
 Message = dict[str, str]
@@ -162,58 +160,6 @@ class ChatSession:
     def close(self) -> None:
         """Close the env."""
         self.env.close()
-
-
-@dataclass(frozen=True)
-class EpisodeScore:
-    """Question-F1, precision and recall of one episode (None where undefined)."""
-
-    record_id: str
-    f1: float
-    precision: float | None
-    recall: float | None
-    n_questions: int
-
-
-def score_episode(trajectory: Trajectory, record: TaskRecord) -> EpisodeScore:
-    """Score a finished episode against its record (counted ambiguities only).
-
-    Args:
-        trajectory: the env's trajectory after the episode (privileged:
-            ``env.get_wrapper_attr("trajectory")``).
-        record: the episode's record (``env.get_wrapper_attr("record")``).
-
-    Returns:
-        an :class:`EpisodeScore`.
-    """
-    amb = frozenset(a.id for a in record.counted_ambiguities)
-    credits = trajectory.credits
-    return EpisodeScore(
-        trajectory.record_id,
-        question_f1(credits, amb),
-        episode_precision(credits, amb),
-        episode_recall(credits, amb),
-        len(credits),
-    )
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def summarize(scores: Sequence[EpisodeScore]) -> dict[str, float | int | None]:
-    """Macro means: F1 over all episodes, precision where n > 0, recall where |Amb| > 0.
-
-    >>> summarize([EpisodeScore("a", 1.0, None, None, 0), EpisodeScore("b", 0.5, 0.5, 0.5, 2)])
-    {'f1': 0.75, 'precision': 0.5, 'recall': 0.5, 'episodes': 2, 'questions': 1.0}
-    """
-    return {
-        "f1": _mean([s.f1 for s in scores]),
-        "precision": _mean([s.precision for s in scores if s.precision is not None]),
-        "recall": _mean([s.recall for s in scores if s.recall is not None]),
-        "episodes": len(scores),
-        "questions": _mean([float(s.n_questions) for s in scores]),
-    }
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         'pip install "ambitab-gym[sb3]"'
     ) from error
 
-from ambitab_gym.integrations.common import (
-    EpisodeScore,
-    WrapperSpec,
-    apply_wrappers,
-    score_episode,
-    summarize,
-)
+from ambitab_gym.integrations.common import WrapperSpec, apply_wrappers
+from ambitab_gym.metrics import EpisodeScore, macro_means, score_episode
 from ambitab_gym.wrappers.menu import MenuLayout, QuestionMenu
 
 __all__ = [
@@ -221,7 +216,8 @@ def evaluate_menu_policy(
         deterministic: passed to ``predict``.
 
     Returns:
-        ``(summary, scores)``: macro means (see :func:`summarize`) and per-episode scores.
+        ``(summary, scores)``: macro means (see :func:`~ambitab_gym.metrics.macro_means`)
+            and per-episode scores.
     """
     ids = (
         list(record_ids)
@@ -243,4 +239,4 @@ def evaluate_menu_policy(
         # the privileged scoring path: the true record and its credits
         record = env.get_wrapper_attr("record")
         scores.append(score_episode(env.get_wrapper_attr("trajectory"), record))
-    return summarize(scores), scores
+    return macro_means(scores), scores
