@@ -28,7 +28,14 @@ from ambitab_gym.oracles import Oracle, OracleContext, OracleTurn, deterministic
 from ambitab_gym.policies.base import Solver
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.spaces import UnicodeText
-from ambitab_gym.trajectory import DialogueTurn, PublicView, Trajectory, Turn, render_spec
+from ambitab_gym.trajectory import (
+    DialogueTurn,
+    PublicView,
+    Trajectory,
+    Turn,
+    is_fallback_stop,
+    render_spec,
+)
 from ambitab_gym.verify import Limits, Verifier
 
 __all__ = ["PRIVILEGED_INFO_KEYS", "AmbiTabEnv"]
@@ -379,7 +386,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
             return self._stop("skipped")
         parsed = self._last_action = parse_action(action)
         if parsed.kind == "stop":
-            return self._stop("asker")
+            return self._stop("fallback" if is_fallback_stop(action) else "asker")
         return parsed
 
     def _record_turn(self, parsed: ParsedAction, credits, answer: str, elapsed: float):
@@ -387,7 +394,10 @@ class AmbiTabEnv(gym.Env[dict, str]):
         trajectory, context = self.trajectory, self._context
         assert trajectory is not None and context is not None
         question = parsed.text
-        trajectory.turns.append(Turn(parsed.raw, question, answer, credits))
+        route = context.take_route()  # an LLM matcher's route: privileged, for re-scoring
+        trajectory.turns.append(
+            Turn(parsed.raw, question, answer, credits, None if route is None else route.to_dict())
+        )
         context.turns.append(OracleTurn(question, answer, credits))
         trajectory.timings["oracle_s"] = trajectory.timings.get("oracle_s", 0.0) + elapsed
         self._dialogue.append(DialogueTurn(question, answer))

@@ -9,15 +9,49 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from ambitab_gym.records import PublicSpec
 from ambitab_gym.verify.verifier import Verdict
 
-__all__ = ["STOP_REASONS", "DialogueTurn", "PublicView", "Trajectory", "Turn"]
+__all__ = [
+    "FALLBACK_STOP",
+    "STOP_REASONS",
+    "DialogueTurn",
+    "PublicView",
+    "Trajectory",
+    "Turn",
+    "is_fallback_stop",
+]
 
-#: Why the asking phase ended: the asker stopped, the budget ran out, or m = 0 was skipped.
-STOP_REASONS = ("asker", "budget", "skipped")
+#: Why the asking phase ended: the asker stopped, the budget ran out, m = 0 was skipped, or the
+#: asker's reply could not be read and it stopped by default (a fallback stop, paper C.3).
+STOP_REASONS = ("asker", "budget", "skipped", "fallback")
+
+#: The stop action of an asker whose own reply could not be read (a fallback stop). Any stop
+#: parser reads it as a stop; the env records the episode's stop reason as ``fallback``.
+FALLBACK_STOP = json.dumps({"type": "done", "output": None, "fallback": True})
+
+
+def is_fallback_stop(action: Any) -> bool:
+    """Whether an action is :data:`FALLBACK_STOP` (a JSON ``done`` with ``"fallback": true``).
+
+    >>> is_fallback_stop(FALLBACK_STOP), is_fallback_stop('{"type": "done", "output": null}')
+    (True, False)
+    """
+    if not isinstance(action, str) or '"fallback"' not in action:
+        return False
+    try:
+        value = json.loads(action)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(value, dict)
+        and str(value.get("type", "")).strip().lower() in {"done", "stop"}
+        and value.get("fallback") is True
+    )
 
 
 @dataclass(frozen=True)
@@ -83,6 +117,9 @@ class Turn:
         question: the question put to the oracle (the parsed action).
         answer: the oracle's answer.
         credits: ambiguity ids the matcher credited (never shown to the agent).
+        route: an LLM matcher's recorded route (``kind``, ``argument``, ``rationale``,
+            ``parsed``; see :class:`ambitab_gym.oracles.Route`), kept for offline re-scoring;
+            None for oracles that do not route. Never shown to the agent.
 
     >>> Turn("Top how many?", "Top how many?", "Three.", frozenset({"top"})).credits
     frozenset({'top'})
@@ -92,6 +129,7 @@ class Turn:
     question: str
     answer: str
     credits: frozenset[str]
+    route: dict | None = None
 
 
 @dataclass
@@ -125,6 +163,11 @@ class Trajectory:
         return self.stop_reason == "budget"
 
     @property
+    def fallback(self) -> bool:
+        """Whether the asking phase ended in a fallback stop (an unreadable asker reply)."""
+        return self.stop_reason == "fallback"
+
+    @property
     def credits(self) -> list[frozenset[str]]:
         return [t.credits for t in self.turns]
 
@@ -140,6 +183,7 @@ class Trajectory:
                     "question": t.question,
                     "answer": t.answer,
                     "credits": sorted(t.credits),
+                    **({"route": dict(t.route)} if t.route is not None else {}),
                 }
                 for t in self.turns
             ],

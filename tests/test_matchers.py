@@ -112,6 +112,33 @@ def test_knowledge_oracle_returns_resolution_and_restates_repeat():
     assert got == {"top"} and again == "As I said before: top earners = the 3 best paid"
 
 
+def test_knowledge_oracle_restates_evidence_on_a_repeat():
+    # paper Table 6: "repeats can restate evidence" - the first answer is the stored resolution,
+    # the repeat restates the evidence hint (which differs from it), not the resolution again
+    record = make_record(
+        [
+            amb(
+                "top",
+                "top earners",
+                resolution="the three best paid",
+                evidence="top earners refers to ORDER BY salary DESC LIMIT 3",
+            )
+        ]
+    )
+    oracle = deterministic_oracle("knowledge")
+    context = OracleContext(record)
+    got, first = oracle.answer("Who are top earners?", context)
+    assert got == {"top"} and first == "the three best paid"
+    context.turns.append(OracleTurn("Who are top earners?", first, got))
+    got, again = oracle.answer("And top earners?", context)
+    assert got == {"top"}
+    assert again == "As I said before: top earners refers to ORDER BY salary DESC LIMIT 3"
+    # the intent oracle has no such rule: a repeat gets the same frozen response
+    assert deterministic_oracle("intent").answer("And top earners?", context)[1] == (
+        "the three best paid"
+    )
+
+
 def test_knowledge_matcher_uses_evidence_concepts():
     record = make_record(
         [amb("hv", "big orders", evidence="high-value order refers to total > 500")],

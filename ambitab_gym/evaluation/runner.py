@@ -168,7 +168,12 @@ async def play_episode(env: AmbiTabEnv, asker: Any, record: TaskRecord, *, seed:
         "error": error,
         "sql": trajectory.sql,
         "dialogue": [
-            {"question": t.question, "answer": t.answer, "credits": sorted(t.credits)}
+            {
+                "question": t.question,
+                "answer": t.answer,
+                "credits": sorted(t.credits),
+                **({"route": t.route} if t.route is not None else {}),  # for re-scoring (C.3)
+            }
             for t in trajectory.turns
         ],
         "timings": {**trajectory.timings, "episode_s": elapsed},

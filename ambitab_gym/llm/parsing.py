@@ -5,7 +5,8 @@
 * :class:`AskerOutput` and :func:`parse_asker_output` - the asker's JSON action
   ``{"type": "clarification" | "done", "output": ...}``.
 * :class:`MatcherAction` and :func:`parse_matcher_output` - the oracle matcher's route
-  ``labeled("term")``, ``unlabeled("sql segment")`` or ``unanswerable()``.
+  ``labeled("term")``, ``unlabeled("sql segment")`` or ``unanswerable()``;
+  :func:`matcher_rationale` - the reasoning it gave (recorded for the C.3 scorer).
 * :func:`parse_responder_output` - the oracle responder's answer text.
 * :func:`extract_sql` - the SQL of a solver reply.
 
@@ -26,6 +27,7 @@ __all__ = [
     "MatcherAction",
     "extract_sql",
     "find_json_object",
+    "matcher_rationale",
     "parse_asker_output",
     "parse_matcher_output",
     "parse_responder_output",
@@ -217,6 +219,32 @@ def parse_matcher_output(text: str) -> MatcherAction | None:
                 return MatcherAction("unanswerable")
         return None
     return _action_in(text)
+
+
+_RATIONALE_KEYS = ("reasoning", "rationale", "reason", "explanation")
+
+
+def matcher_rationale(text: str) -> str:
+    """The routing rationale of a matcher reply: its JSON ``reasoning`` (or ``rationale``,
+    ``reason``, ``explanation``) field, else the reply's prose without the action. Thinking
+    blocks are not part of it.
+
+    >>> matcher_rationale('{"reasoning": "asks about top", "action": "labeled(\\\\"top\\\\")"}')
+    'asks about top'
+    >>> matcher_rationale('<think>hmm</think>It is about the region. unlabeled("WHERE r = 1")')
+    'It is about the region.'
+    >>> matcher_rationale("unanswerable()")
+    ''
+    """
+    text = strip_thinking(text or "")
+    obj = find_json_object(text)
+    if obj is not None:
+        for key in _RATIONALE_KEYS:
+            value = obj.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return ""
+    return " ".join(_ACTION.sub(" ", text).replace("*", " ").split())
 
 
 def parse_responder_output(text: str) -> str | None:

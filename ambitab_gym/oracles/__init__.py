@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from ambitab_gym.oracles.base import REFUSAL, Matcher, Oracle, OracleContext, OracleTurn, Responder
+from ambitab_gym.oracles.base import (
+    REFUSAL,
+    Matcher,
+    Oracle,
+    OracleContext,
+    OracleTurn,
+    Responder,
+    Route,
+)
 from ambitab_gym.oracles.deterministic import (
     IntentMatcher,
     KnowledgeMatcher,
@@ -11,6 +19,7 @@ from ambitab_gym.oracles.deterministic import (
     deterministic_oracle,
     evidence_concept,
 )
+from ambitab_gym.oracles.routes import score_route
 
 __all__ = [
     "REFUSAL",
@@ -22,7 +31,9 @@ __all__ = [
     "OracleTurn",
     "ReferenceResponder",
     "Responder",
+    "Route",
     "canonical_question",
     "deterministic_oracle",
     "evidence_concept",
+    "score_route",
 ]

@@ -5,6 +5,9 @@
 * :class:`Oracle` - a matcher paired with a responder.
 * :class:`OracleContext` - what the oracle may read: the record (privileged) and the dialogue
   so far, including its own earlier credits.
+* :class:`Route` - an LLM matcher's recorded routing action (``labeled``/``unlabeled``/
+  ``unanswerable``) with its rationale; the env stores it in the trajectory so that a campaign
+  can be re-scored offline (paper C.3, :mod:`ambitab_gym.oracles.routes`).
 
 The oracle is on the privileged side of the trust boundary; nothing here reaches the agent
 except the answer text.
@@ -17,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from ambitab_gym.records import TaskRecord
 
-__all__ = ["REFUSAL", "Matcher", "Oracle", "OracleContext", "OracleTurn", "Responder"]
+__all__ = ["REFUSAL", "Matcher", "Oracle", "OracleContext", "OracleTurn", "Responder", "Route"]
 
 #: The reply to a question that credits nothing (unmatched or tied).
 REFUSAL = "Sorry, I can't help with that."
@@ -36,6 +39,48 @@ class OracleTurn:
     credits: frozenset[str]
 
 
+@dataclass(frozen=True)
+class Route:
+    """An LLM matcher's routing action for one question, as recorded for scoring (paper C.3).
+
+    Attributes:
+        kind: ``labeled``, ``unlabeled`` or ``unanswerable`` (an unreadable reply is recorded as
+            ``unanswerable`` with ``parsed=False``).
+        argument: the label or SQL segment exactly as the matcher wrote it (not normalized).
+        rationale: the matcher's stated reasoning (its JSON ``reasoning`` field, else the prose
+            around the action); thinking blocks are not part of it.
+        parsed: whether the matcher's reply could be read.
+
+    >>> route = Route("labeled", "Top Customers", "asks how many count as top")
+    >>> Route.from_dict(route.to_dict()) == route
+    True
+    """
+
+    kind: str
+    argument: str = ""
+    rationale: str = ""
+    parsed: bool = True
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (stored per turn in the results store)."""
+        return {
+            "kind": self.kind,
+            "argument": self.argument,
+            "rationale": self.rationale,
+            "parsed": self.parsed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Route:
+        """The route of :meth:`to_dict`."""
+        return cls(
+            str(data.get("kind", "unanswerable")),
+            str(data.get("argument") or ""),
+            str(data.get("rationale") or ""),
+            bool(data.get("parsed", True)),
+        )
+
+
 @dataclass
 class OracleContext:
     """Everything an oracle may read for the current question.
@@ -43,6 +88,8 @@ class OracleContext:
     Attributes:
         record: the hidden record (interpretation, ambiguities, reference SQL).
         turns: the earlier exchanges of this episode, with their credits.
+        route: the route of the question being answered, left by an LLM matcher for the env to
+            record (see :meth:`take_route`); None for oracles that do not route.
 
     >>> from ambitab_gym.records import parse_record
     >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
@@ -55,6 +102,21 @@ class OracleContext:
 
     record: TaskRecord
     turns: list[OracleTurn] = field(default_factory=list)
+    route: Route | None = None
+
+    def take_route(self) -> Route | None:
+        """The route left for the current question (and forget it).
+
+        >>> from ambitab_gym.records import parse_record
+        >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
+        ...     "spec": {"request": "Top earners", "database": "hr"},
+        ...     "verification": {"database": "hr", "reference_sql": "SELECT 1"}})
+        >>> context = OracleContext(record, route=Route("unanswerable"))
+        >>> context.take_route().kind, context.take_route()
+        ('unanswerable', None)
+        """
+        route, self.route = self.route, None
+        return route
 
     @property
     def credited(self) -> frozenset[str]:

@@ -7,7 +7,11 @@
 * :class:`KnowledgeMatcher` - Bird, EW-Bird: the same ranking over terms, aliases and concepts
   derived from evidence hints, but unresolved ambiguities are preferred over ones already credited.
 * :class:`ReferenceResponder` - resp*: the stored answers of the credited ambiguities (the frozen
-  response, else the resolution), a refusal when nothing was credited; optionally restates.
+  response, else the resolution), a refusal when nothing was credited. The knowledge oracle's
+  answer to a repeat (an ambiguity credited earlier in the episode) restates the ambiguity's
+  evidence hint when it has one (paper Table 6: "repeats can restate evidence").
+* :func:`best_mention`, :func:`name_pattern` - the ranking of term mentions, shared with the
+  C.3 route scorer (:mod:`ambitab_gym.oracles.routes`).
 * :func:`deterministic_oracle` - the corpus's reference oracle by name (``intent``/``knowledge``).
 """
 
@@ -23,9 +27,11 @@ __all__ = [
     "IntentMatcher",
     "KnowledgeMatcher",
     "ReferenceResponder",
+    "best_mention",
     "canonical_question",
     "deterministic_oracle",
     "evidence_concept",
+    "name_pattern",
 ]
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|`([^`]+)`|(?<!\w)'([^']+)'(?!\w)")
@@ -61,7 +67,14 @@ def evidence_concept(evidence: str | None) -> str | None:
     return concept or None
 
 
-def _name_pattern(name: str) -> re.Pattern[str]:
+def name_pattern(name: str) -> re.Pattern[str]:
+    """A name as a case-insensitive pattern: whole words, any run of whitespace between them.
+
+    >>> bool(name_pattern("top earners").search("the TOP   earners?"))
+    True
+    >>> bool(name_pattern("top").search("topic"))
+    False
+    """
     words = [re.escape(w) for w in name.split()]
     return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
 
@@ -88,7 +101,7 @@ class _RankingMatcher:
             entries = []
             for ambiguity in record.ambiguities:
                 for name in self._names_of(ambiguity):
-                    entries.append((ambiguity.id, _name_pattern(name)))
+                    entries.append((ambiguity.id, name_pattern(name)))
             names = _Names(tuple(entries))
             self._compiled[record.id] = names
         return names
@@ -103,30 +116,54 @@ class _RankingMatcher:
 
     def match(self, question: str, context: OracleContext) -> frozenset[str]:
         question = question if isinstance(question, str) else str(question)
-        names = self._names(context.record)
-        if not names.entries:
-            return frozenset()
-        quoted = [m.span() for m in _QUOTED.finditer(question)]
         resolved = context.credited if self.prefer_unresolved else frozenset()
-        best: dict[str, tuple[int, int, int, int]] = {}
-        for ambiguity_id, pattern in names.entries:
-            for found in pattern.finditer(question):
-                start, end = found.span()
-                in_quotes = any(qs <= start and end <= qe for qs, qe in quoted)
-                key = (
-                    1 if ambiguity_id in resolved else 0,
-                    0 if in_quotes else 1,
-                    start,
-                    start - end,
-                )
-                if ambiguity_id not in best or key < best[ambiguity_id]:
-                    best[ambiguity_id] = key
-        if not best:
-            return frozenset()
-        ranked = sorted(best.items(), key=lambda item: item[1])
-        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-            return frozenset()  # a tie: refuse rather than guess
-        return frozenset({ranked[0][0]})
+        best = best_mention(question, self._names(context.record).entries, resolved)
+        return frozenset() if best is None else frozenset({best})
+
+
+def best_mention(
+    text: str,
+    entries: tuple[tuple[str, re.Pattern[str]], ...],
+    resolved: frozenset[str] = frozenset(),
+) -> str | None:
+    """The ambiguity id whose name ``text`` mentions best, or None (no mention, or a tie).
+
+    The ranking of the deterministic oracles (paper Table 6): ambiguities not in ``resolved``
+    first, then a mention inside quotes, then the earliest mention, then the longest name.
+
+    Args:
+        text: the text searched (a question, a response, a routing rationale).
+        entries: ``(ambiguity id, compiled name pattern)`` pairs (:func:`name_pattern`).
+        resolved: ids ranked after every other id.
+
+    >>> entries = (("top", name_pattern("top earners")), ("reg", name_pattern("region")))
+    >>> best_mention("Which region? And the 'top earners'?", entries)
+    'top'
+    >>> best_mention("Please elaborate.", entries) is None
+    True
+    """
+    if not entries:
+        return None
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    best: dict[str, tuple[int, int, int, int]] = {}
+    for ambiguity_id, pattern in entries:
+        for found in pattern.finditer(text):
+            start, end = found.span()
+            in_quotes = any(qs <= start and end <= qe for qs, qe in quoted)
+            key = (
+                1 if ambiguity_id in resolved else 0,
+                0 if in_quotes else 1,
+                start,
+                start - end,
+            )
+            if ambiguity_id not in best or key < best[ambiguity_id]:
+                best[ambiguity_id] = key
+    if not best:
+        return None
+    ranked = sorted(best.items(), key=lambda item: item[1])
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return None  # a tie: refuse rather than guess
+    return ranked[0][0]
 
 
 class IntentMatcher(_RankingMatcher):
@@ -178,6 +215,8 @@ class ReferenceResponder:
         prefer_response: answer with the frozen ``response`` when a record has one (intent
             corpora); otherwise with the ``resolution`` (knowledge corpora).
         restate_prefix: prefix for an answer to an ambiguity credited earlier in the episode.
+        restate_evidence: answer a repeat with the ambiguity's evidence hint (when it has one)
+            instead of the stored answer (the knowledge oracle).
 
     Example:
         >>> from ambitab_gym.records import parse_record
@@ -192,9 +231,16 @@ class ReferenceResponder:
         "Sorry, I can't help with that."
     """
 
-    def __init__(self, *, prefer_response: bool = True, restate_prefix: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        prefer_response: bool = True,
+        restate_prefix: str = "",
+        restate_evidence: bool = False,
+    ) -> None:
         self.prefer_response = prefer_response
         self.restate_prefix = restate_prefix
+        self.restate_evidence = restate_evidence
 
     def respond(self, question: str, credits: frozenset[str], context: OracleContext) -> str:
         if not credits:
@@ -207,7 +253,9 @@ class ReferenceResponder:
             text = ambiguity.resolution
             if self.prefer_response and ambiguity.response:
                 text = ambiguity.response
-            if self.restate_prefix and ambiguity.id in earlier:
+            if ambiguity.id in earlier:
+                if self.restate_evidence and ambiguity.evidence:
+                    text = ambiguity.evidence
                 text = f"{self.restate_prefix}{text}"
             parts.append(text)
         return " ".join(parts) if parts else REFUSAL
@@ -228,6 +276,8 @@ def deterministic_oracle(kind: str) -> Oracle:
     if kind == "knowledge":
         return Oracle(
             KnowledgeMatcher(),
-            ReferenceResponder(prefer_response=False, restate_prefix="As I said before: "),
+            ReferenceResponder(
+                prefer_response=False, restate_prefix="As I said before: ", restate_evidence=True
+            ),
         )
     raise ValueError(f"unknown deterministic oracle {kind!r}; use 'intent' or 'knowledge'")

@@ -9,7 +9,13 @@
   unreadable output counts as ``unanswerable()`` and is counted in ``parse_failures``.
 * :class:`LLMResponder` - writes the reply for a route (a refusal for ``unanswerable()``).
 * :class:`LLMOracle` - an :class:`~ambitab_gym.oracles.base.Oracle` that hands the matcher's
-  route (not only its credits) to the responder.
+  route (not only its credits) to the responder, then credits the question from the route, the
+  question, the rationale and the response.
+
+Credits follow paper C.3 (:func:`~ambitab_gym.oracles.routes.score_route`): an exact labeled
+term first, otherwise the registered terms and aliases found in the label, question, routing
+rationale and response. Every route is left in the :class:`OracleContext` (``route``) for the env
+to store in the trajectory, so stored campaigns can be re-scored offline with the same function.
 * :func:`make_llm_oracle` - build one for a corpus and a client.
 
 The matcher and the responder are usable on their own too: ``Oracle(LLMMatcher(...),
@@ -28,6 +34,7 @@ from ambitab_gym.llm.access import AccessPolicy, NotesBuilder, resolve_term, sql
 from ambitab_gym.llm.parsing import (
     MatcherAction,
     find_json_object,
+    matcher_rationale,
     parse_matcher_output,
     parse_responder_output,
 )
@@ -38,7 +45,8 @@ from ambitab_gym.llm.prompts import (
     responder_schema,
     response_format,
 )
-from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext
+from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext, Route
+from ambitab_gym.oracles.routes import score_route
 
 if TYPE_CHECKING:
     from ambitab_gym.corpora import Corpus
@@ -62,17 +70,26 @@ class MatchDecision:
     """The matcher's route for one question.
 
     Attributes:
-        action: the route (``unanswerable`` when the output was unreadable or named no
-            registered point).
-        credits: the credited ambiguity ids (at most one: single-answer mode).
+        action: the route the responder follows (``unanswerable`` when the output was
+            unreadable or named no registered point).
+        credits: the C.3 credits of the route before the response is known (at most one:
+            single-answer mode); :class:`LLMOracle` re-scores with the response.
         parsed: whether the model's output was readable.
         raw: the model's reply.
+        route: the route as recorded for scoring: what the matcher wrote, with its rationale.
+        target: the ambiguity a ``labeled`` route names for the responder (its intent is what
+            the responder reads), found leniently by :func:`resolve_term`.
+
+    >>> MatchDecision(MatcherAction("unanswerable")).credits
+    frozenset()
     """
 
     action: MatcherAction
     credits: frozenset[str] = frozenset()
     parsed: bool = True
     raw: str = ""
+    route: Route | None = None
+    target: str | None = None
 
 
 class _Stats:
@@ -149,22 +166,33 @@ class LLMMatcher:
             messages, tag="oracle:matcher", response_format=fmt, **self.sampling
         )
         action = parse_matcher_output(result.text)
+        record = context.record
         if action is None:
             self._stats.add("decisions", "parse_failures", "unanswerable")
-            return MatchDecision(MatcherAction("unanswerable"), parsed=False, raw=result.raw)
-        credits: frozenset[str] = frozenset()
+            route = Route("unanswerable", rationale=matcher_rationale(result.text), parsed=False)
+            context.route = route
+            return MatchDecision(
+                MatcherAction("unanswerable"), parsed=False, raw=result.raw, route=route
+            )
+        route = Route(action.kind, action.argument, matcher_rationale(result.text))
+        context.route = route
+        credits = score_route(route, question, None, record)
+        target: str | None = None
         if action.kind == "labeled":
-            ambiguity = resolve_term(action.argument, context.record)
+            ambiguity = resolve_term(action.argument, record)
             if ambiguity is None:
                 self._stats.add("decisions", "unknown_labels", "unanswerable")
-                return MatchDecision(MatcherAction("unanswerable"), raw=result.raw)
+                return MatchDecision(
+                    MatcherAction("unanswerable"), credits, raw=result.raw, route=route
+                )
             action = MatcherAction("labeled", ambiguity.term)
-            credits = frozenset({ambiguity.id})
+            target = ambiguity.id
         self._stats.add("decisions", action.kind)
-        return MatchDecision(action, credits, raw=result.raw)
+        return MatchDecision(action, credits, raw=result.raw, route=route, target=target)
 
     async def amatch(self, question: str, context: OracleContext) -> frozenset[str]:
-        """The credits of :meth:`adecide`."""
+        """The credits of :meth:`adecide` (C.3 without a response: the hybrid oracle's
+        reference responder answers from them)."""
         return (await self.adecide(question, context)).credits
 
     def match(self, question: str, context: OracleContext) -> frozenset[str]:
@@ -223,8 +251,9 @@ class LLMResponder:
             return REFUSAL
         focus: str | None = None
         if action.kind == "labeled":
+            wanted = {decision.target} if decision.target else decision.credits
             for ambiguity in context.record.ambiguities:
-                if ambiguity.id in decision.credits:
+                if ambiguity.id in wanted:
                     focus = ambiguity.response or ambiguity.resolution
                     break
         elif action.kind == "unlabeled":
@@ -246,7 +275,9 @@ class LLMResponder:
         for ambiguity in context.record.ambiguities:
             if ambiguity.id in credits:
                 decision = MatchDecision(
-                    MatcherAction("labeled", ambiguity.term), frozenset({ambiguity.id})
+                    MatcherAction("labeled", ambiguity.term),
+                    frozenset({ambiguity.id}),
+                    target=ambiguity.id,
                 )
                 return await self.areply(question, decision, context)
         return await self.areply(question, MatchDecision(MatcherAction("unanswerable")), context)
@@ -284,15 +315,17 @@ class LLMOracle(Oracle):
     policy: AccessPolicy = field(default_factory=AccessPolicy.scoped)
 
     async def aanswer(self, question: str, context: OracleContext) -> tuple[frozenset[str], str]:
-        """Route, then answer: ``(credits, answer)``."""
+        """Route, answer, then credit (paper C.3): ``(credits, answer)``."""
         decision = await self.matcher.adecide(question, context)
         areply = getattr(self.responder, "areply", None)
-        if areply is not None:
-            return decision.credits, await areply(question, decision, context)
         arespond = getattr(self.responder, "arespond", None)
-        if arespond is not None:
-            return decision.credits, await arespond(question, decision.credits, context)
-        return decision.credits, self.responder.respond(question, decision.credits, context)
+        if areply is not None:
+            answer = await areply(question, decision, context)
+        elif arespond is not None:
+            answer = await arespond(question, decision.credits, context)
+        else:
+            answer = self.responder.respond(question, decision.credits, context)
+        return score_route(decision.route, question, answer, context.record), answer
 
     def answer(self, question: str, context: OracleContext) -> tuple[frozenset[str], str]:
         """Blocking :meth:`aanswer` (runs on the matcher's client loop)."""

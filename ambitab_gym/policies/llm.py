@@ -26,12 +26,12 @@ from ambitab_gym.llm.prompts import (
     solver_messages,
     solver_schema,
 )
-from ambitab_gym.trajectory import PublicView
+from ambitab_gym.trajectory import FALLBACK_STOP, PublicView
 
 if TYPE_CHECKING:
     from ambitab_gym.llm.client import LLMClient
 
-__all__ = ["DONE_ACTION", "LLMAsker", "LLMSolver", "clarification_action"]
+__all__ = ["DONE_ACTION", "FALLBACK_STOP", "LLMAsker", "LLMSolver", "clarification_action"]
 
 #: The JSON stop action the LLM asker emits.
 DONE_ACTION = json.dumps({"type": "done", "output": None})
@@ -68,8 +68,9 @@ class LLMAsker:
         client: the LLM client.
         strategy: ``direct``, ``checklist-chat`` or ``checklist-ledger`` (paper Table 9).
         on_unreadable: what an unreadable reply means: ``stop`` (a fallback stop, the paper's
-            convention), ``raise`` (a ``malformed_output`` error) or ``question`` (the raw text is
-            asked as the question).
+            convention: :data:`~ambitab_gym.trajectory.FALLBACK_STOP`, which the env records as
+            stop reason ``fallback`` and the scorer leaves out of recall and F1), ``raise`` (a
+            ``malformed_output`` error) or ``question`` (the raw text is asked as the question).
         max_tokens: the reply budget.
         temperature: sampling override (default: the client's).
         seed: the sampling seed (default: the client's); :meth:`reset` may set it.
@@ -127,7 +128,8 @@ class LLMAsker:
             self.seed = seed
 
     async def aact(self, view: PublicView) -> str:
-        """The next action for ``view``: a JSON clarification or the JSON stop.
+        """The next action for ``view``: a JSON clarification, the JSON stop, or (unreadable
+        reply, ``on_unreadable="stop"``) the fallback stop.
 
         Raises:
             LLMError: the server failed (its ``category`` says how), or the reply was
@@ -163,7 +165,7 @@ class LLMAsker:
             self._counts.add("questions")
             return clarification_action(result.text.strip())
         self._counts.add("fallback_stops")
-        return DONE_ACTION
+        return FALLBACK_STOP
 
     def act(self, view: PublicView) -> str:
         """Blocking :meth:`aact` (runs on the client's private event loop)."""

@@ -93,7 +93,10 @@ def test_small_model_plays_episodes_through_env_step(llama_url):
             trajectory = env.trajectory
             assert trajectory.turns[0].question == first
             assert all(t.answer.strip() for t in trajectory.turns)
-            assert trajectory.stop_reason in ("asker", "budget")
+            # a reply the 135M model truncates is a fallback stop (paper C.3), no longer "asker"
+            assert trajectory.stop_reason in ("asker", "budget", "fallback")
+            if trajectory.stop_reason == "fallback":
+                assert asker.stats["fallback_stops"] >= 1
             assert trajectory.verdict is not None and trajectory.error is None
         calls = list(client.calls)
     assert {c.tag for c in calls} >= {

@@ -41,12 +41,20 @@ def by_role(server, role: str) -> list[str]:
     return [contents(r) for r in server.requests() if ROLE_MARKERS[role] in contents(r)]
 
 
-@pytest.mark.parametrize("label", ["top customers", "Top Customers", "best customers", "top"])
-def test_labeled_term_and_alias_credit(serve, make_client, label):
+# C.3: an exact term or alias credits; a near miss ("Top Customers") credits because the label
+# mentions the term; a fragment ("top") names no registered term, and neither the question, the
+# rationale ("scripted") nor the response does, so it earns no credit - although the responder
+# is still pointed at the point the label leniently resolves to. (Before C.3 scoring, "top"
+# was credited through the lenient label resolution.)
+@pytest.mark.parametrize(
+    "label, credited",
+    [("top customers", True), ("Top Customers", True), ("best customers", True), ("top", False)],
+)
+def test_labeled_term_and_alias_credit(serve, make_client, label, credited):
     server = serve(rules(action(f'labeled("{label}")')))
     oracle = make_llm_oracle(None, make_client(server.url))
     credits, answer = oracle.answer("How many count as top?", OracleContext(record()))
-    assert credits == frozenset({"top"})
+    assert credits == (frozenset({"top"}) if credited else frozenset())
     assert answer == "The five biggest spenders."
     [responder_prompt] = by_role(server, "responder")
     assert 'This question is about "top customers"' in responder_prompt

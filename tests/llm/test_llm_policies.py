@@ -11,7 +11,7 @@ from ambitab_gym import AmbiTabEnv, load_corpus, parse_action
 from ambitab_gym.llm import LLMMalformedResponse, make_llm_asker, make_llm_solver
 from ambitab_gym.llm.prompts import ASKER_STRATEGIES, ROLE_MARKERS
 from ambitab_gym.llm.testing import ScriptRule, role_rules
-from ambitab_gym.policies.llm import DONE_ACTION, LLMAsker
+from ambitab_gym.policies.llm import DONE_ACTION, FALLBACK_STOP, LLMAsker
 from ambitab_gym.records import PublicSpec
 from ambitab_gym.trajectory import PublicView
 
@@ -65,8 +65,10 @@ def test_budget_ends_a_talkative_asker(serve, make_client):
     assert env.trajectory.n_questions == 4 == len(asker_prompts(server))
 
 
+# "stop" now answers the fallback stop (a stop any parser reads as one, marked so that the env
+# records stop reason "fallback"), no longer the asker's ordinary DONE_ACTION (paper C.3).
 @pytest.mark.parametrize(
-    "mode, expected", [("stop", DONE_ACTION), ("question", None), ("raise", LLMMalformedResponse)]
+    "mode, expected", [("stop", FALLBACK_STOP), ("question", None), ("raise", LLMMalformedResponse)]
 )
 def test_unreadable_asker_reply(serve, make_client, mode, expected):
     server = serve([ScriptRule("I would like to look at the schema first.")])
@@ -82,6 +84,7 @@ def test_unreadable_asker_reply(serve, make_client, mode, expected):
         assert parse_action(action).text == "I would like to look at the schema first."
     else:
         assert action == expected and asker.stats["fallback_stops"] == 1
+        assert parse_action(action).kind == "stop" and action != DONE_ACTION
     assert asker.stats["unreadable"] == 1
 
 
