@@ -39,6 +39,8 @@ TASKS = {
     "long": (f"SELECT {'x' * 50_000} FROM staff", "runtime"),
     # longer than the verifier's max_sql_length (100,000 characters)
     "huge": ("SELECT " + "1 + " * 30_000 + "1", "too_large"),
+    # on a second database (the leakage campaign's specification randomization needs one)
+    "other": (COUNT, "match"),
 }
 # tasks whose reason comes from the record, whatever the SQL
 BROKEN = {
@@ -52,14 +54,16 @@ LIMITS = {"timeout_s": 0.3, "max_rows": 3}
 
 
 def _record(name: str, reference: str, extra: dict) -> dict:
+    database = "hr_copy" if name == "other" else "hr"
     return {
         "id": f"T-{name}",
         "avt_id": f"avt-{name}",
         "corpus": "verdicts",
         "split": "all",
-        "spec": {"request": f"Task {name}: how many staff are there?", "database": "hr"},
+        "spec": {"request": f"Task {name}: how many staff are there?", "database": database},
         "ambiguities": [],
-        "verification": {"engine": "sqlite", "database": "hr", "reference_sql": reference} | extra,
+        "verification": {"engine": "sqlite", "database": database, "reference_sql": reference}
+        | extra,
     }
 
 
@@ -75,7 +79,8 @@ def write_verdict_corpus(folder: Path) -> Path:
         "version": "0.0.1",
         "oracle": "intent",
         "databases": {
-            "hr": {"file": "databases/hr.sql", "sha256": hashlib.sha256(SQL.encode()).hexdigest()}
+            name: {"file": "databases/hr.sql", "sha256": hashlib.sha256(SQL.encode()).hexdigest()}
+            for name in ("hr", "hr_copy")
         },
     }
     (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -122,7 +127,20 @@ def test_every_verdict_reason_is_stored_and_counted(corpus, tmp_path):
     counts: dict[str, int] = {}
     for reason in EXPECTED.values():
         counts[reason] = counts.get(reason, 0) + 1
-    assert counts["runtime"] == 2 and len(counts) == len(EXPECTED) - 1
+    assert set(counts) == {
+        "match",
+        "mismatch",
+        "syntax",
+        "rejected",
+        "runtime",
+        "timeout",
+        "too_many_rows",
+        "too_large",
+        "no_sql",
+        "reference_error",
+        "unsupported",
+    }
+    assert counts["runtime"] == 2 and counts["match"] == 2
     expected_counts = {c: dict(sorted(counts.items())) for c in ("asker", "full", "none")}
     assert summary.verdict_reasons == expected_counts
     assert summary.to_json()["verdict_reasons"] == expected_counts
@@ -225,3 +243,27 @@ def test_limits_are_part_of_the_campaign_id_only_when_given():
     assert plain.campaign_id != CampaignConfig("AmbiTab-Bird-v0", limits=LIMITS).campaign_id
     with pytest.raises(ValueError, match="invalid verifier limits"):
         CampaignConfig("AmbiTab-Bird-v0", limits={"timeout": 1})
+
+
+def test_leakage_campaign_stores_verdict_reasons_too(corpus, tmp_path):
+    from ambitab_gym.diagnostics import LeakageConfig, run_leakage
+    from ambitab_gym.diagnostics.estimates import RECALL_ONLY
+
+    config = LeakageConfig(
+        str(corpus), asker="none", solver="test_store_verdicts:ScriptedSolver", limit=4
+    )
+    run_leakage(config, tmp_path / "r.duckdb", progress=False, resamples=10)
+    with ResultsStore(tmp_path / "r.duckdb") as store:
+        rows = store.episodes(config.campaign_id)
+    first_four = {
+        f"T-{name}": TASKS[name][1] for name in ("match", "mismatch", "syntax", "rejected")
+    }
+    by_condition: dict[str, dict[str, str | None]] = {}
+    for row in rows:
+        by_condition.setdefault(row["condition"], {})[row["record_id"]] = row["verdict_reason"]
+    assert set(by_condition) == set(config.conditions)
+    for condition, reasons in by_condition.items():
+        if condition in RECALL_ONLY:  # ask-only runs: nothing was verified
+            assert reasons == dict.fromkeys(first_four), condition
+        else:
+            assert reasons == first_four, condition
