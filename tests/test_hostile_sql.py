@@ -99,8 +99,9 @@ SPECIFIC = {
         ("lo-import", "SELECT lo_import('/etc/passwd')", WRITES),
         ("drop-database", "DROP DATABASE postgres", WRITES),
         ("commit", "COMMIT", WRITES),
-        ("terminate-self", "SELECT pg_terminate_backend(pg_backend_pid())", {"engine"}),
-        ("cancel-self", "SELECT pg_cancel_backend(pg_backend_pid())", {"runtime"}),
+        # (the loader revokes the signal functions from agents: docs/security.md)
+        ("terminate-self", "SELECT pg_terminate_backend(pg_backend_pid())", {"rejected"}),
+        ("cancel-self", "SELECT pg_cancel_backend(pg_backend_pid())", {"rejected"}),
         ("reload-conf", "SELECT pg_reload_conf()", WRITES),
     ],
 }

@@ -413,13 +413,20 @@ def isolation_problems(
         f"SELECT r FROM ({_GUARDED_RELATIONS}) q(r) "
         f"WHERE has_table_privilege({who_literal}, r, 'SELECT')"
     ).fetchall()
-    if granted:
-        listed = ", ".join(item for (item,) in granted[:6])
-        more = f" and {len(granted) - 6} more" if len(granted) > 6 else ""
+    signals = [item for (item,) in granted if item.split("(")[0] in _SIGNAL_FUNCTIONS]
+    if signals:
         problems.append(
-            f"role {name!r} may use {listed}{more}, which signal other sessions or show their "
-            f"query text, locks or table statistics; {fix} (or REVOKE EXECUTE/SELECT on them "
-            "FROM PUBLIC in this database)"
+            f"role {name!r} may call {', '.join(signals)}, so it could cancel or terminate "
+            f"other sessions of its own role; {fix} (or REVOKE EXECUTE ON FUNCTION ... FROM "
+            "PUBLIC in this database)"
+        )
+    observers = [item for (item,) in granted if item.split("(")[0] not in _SIGNAL_FUNCTIONS]
+    if observers:
+        more = f" and {len(observers) - 6} more" if len(observers) > 6 else ""
+        problems.append(
+            f"role {name!r} may use {', '.join(observers[:6])}{more}, which show other "
+            f"sessions' query text, locks or table statistics; {fix} (or REVOKE EXECUTE/SELECT "
+            "on them FROM PUBLIC in this database)"
         )
     settings = dict(item.split("=", 1) for item in config if "=" in item)
     for setting in ("log_min_messages", "log_min_error_statement"):
