@@ -204,6 +204,8 @@ def test_results_and_csv_in_missing_folders_are_created(tiny, tmp_path, capsys):
         (["report", "{tmp}/r.duckdb", "--out", "{file}"], "argument --out: {file} is a file"),
         (["play", "{tiny}", "--seed", "-1"], "argument --seed: must be 0 or more, not -1"),
         (["build", "ambiqt", "--source", "{tmp}", "--seed", "-1"], "argument --seed: must be 0"),
+        (["rescore", "{tmp}/r.duckdb", "--resamples", "0"], "argument --resamples: must be"),
+        (["rescore", "{tmp}/r.duckdb", "--bootstrap-seed", "-5"], "must be 0 or more, not -5"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(tiny, tmp_path, capsys, argv, message):

@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from ambitab_gym.commands._args import non_negative_int, positive_int
+
 __all__ = ["register", "run"]
 
 
@@ -36,9 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="only this campaign (id or unique id prefix); repeat for several",
     )
     parser.add_argument(
-        "--resamples", type=int, default=2000, help="leakage bootstrap resamples (default 2000)"
+        "--resamples",
+        type=positive_int,
+        default=2000,
+        help="leakage bootstrap resamples (default 2000)",
     )
-    parser.add_argument("--bootstrap-seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--bootstrap-seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)"
+    )
     parser.add_argument(
         "--json",
         action="store_true",
