@@ -742,6 +742,8 @@ def find_phrase(text: str, phrase: str, *, stem: bool = False) -> Span | None:
     'weigh'
     >>> find_phrase("What are the labels for TR000, TR001 and TR002?", "TR000, TR001 and TR002").phrase
     'TR000, TR001 and TR002'
+    >>> find_phrase("What percent form a triple-bond?", "triple bond").phrase
+    'triple-bond'
     >>> find_phrase("What was noted on 2019/9/14?", "2019/9/14").phrase
     '2019/9/14'
     >>> find_phrase("no match here", "gym") is None
@@ -750,6 +752,13 @@ def find_phrase(text: str, phrase: str, *, stem: bool = False) -> Span | None:
     wanted = [w for w, _, _ in _tokens(phrase)]
     if not wanted:
         return None
+    found = _find_words(text, wanted, stem)
+    if found is None and len(wanted) > 1:  # "triple bond" is also written "triple-bond"
+        found = _find_words(text, ["-".join(wanted)], stem)
+    return found
+
+
+def _find_words(text: str, wanted: list[str], stem: bool) -> Span | None:
     tokens = _tokens(text)
     for i in range(len(tokens) - len(wanted) + 1):
         window = tokens[i : i + len(wanted)]

@@ -12,10 +12,20 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from convert_helpers import SHOP_ROWS, ModelServer, read_jsonl, run_build, tiny_bird, upstream
+from convert_helpers import (
+    SHOP_ROWS,
+    ModelServer,
+    occurs,
+    oracle_credits,
+    read_jsonl,
+    run_build,
+    tiny_bird,
+    upstream,
+)
 
 from ambitab_gym.convert import ew_bird
 from ambitab_gym.convert.common import BuildOptions, Workspace
+from ambitab_gym.validate import validate_corpus
 
 
 def schema_only_databases(tables_file: Path, folder: Path) -> Path:
@@ -70,9 +80,13 @@ def test_hand_checked_hints_become_masked_knowledge_ambiguities(converted):
     ]
     assert [a.evidence for a in record.ambiguities] == [a.resolution for a in record.ambiguities]
     record = by_question(conversion, 197)  # a hint written "X = Y" and a space before ';'
+    # terms as the question writes them: "oxygen atoms" although the hint says "oxygen atom"
+    assert record.spec.request == (
+        "Calculate the average number of oxygen atoms in single-bonded molecules."
+    )
     assert [a.term for a in record.ambiguities] == [
         "single-bonded molecules",
-        "average number of oxygen atom",
+        "average number of oxygen atoms",
     ]
     assert record.ambiguities[1].resolution == "average number of oxygen atom = AVG(element = 'o')"
     record = by_question(conversion, 772)  # five hints and a trailing semicolon
@@ -87,6 +101,39 @@ def test_hand_checked_hints_become_masked_knowledge_ambiguities(converted):
         "published by Dark Horse Comics refers to publisher_name = 'Dark Horse Comics'"
     )
     assert record.split == "dev" and record.verification.compare.order == "set"
+
+
+def test_terms_are_phrases_of_the_question(converted):
+    conversion, _ = converted
+    for item in conversion.items:
+        record = item.records[0]
+        for ambiguity in record.ambiguities:
+            assert occurs(ambiguity.term, record.spec.request), (record.id, ambiguity.term)
+    # the left side is the column "label": the term is the question's "carcinogenic"
+    record = by_question(conversion, 312)
+    assert record.spec.request == "What is the carcinogenic label for bond TR001_2_4?"
+    ((term, aliases),) = [(a.term, a.aliases) for a in record.ambiguities]
+    assert (term, aliases) == ("carcinogenic", ("label",))
+    assert record.source["term_origin"] == {"hint_1": "evidence"}
+    record = by_question(conversion, 286)  # the hint says "triple bond", the question "triple-bond"
+    assert [a.term for a in record.ambiguities] == ["triple-bond"]
+    dropped = {d.item: d.reason for d in conversion.drops}
+    assert dropped["dev.json#1443"] == "no_term_in_request"
+
+
+def test_a_natural_question_about_carcinogenic_gets_the_credit(tmp_path):
+    dev = upstream("bird", "dev")
+    databases = schema_only_databases(dev / "dev_tables.json", tmp_path / "dbs")
+    out = tmp_path / "c"
+    status, report = run_build(
+        "ew-bird", "--source", str(dev), "--databases", str(databases), "--out", str(out)
+    )
+    assert status == 0, report
+    record_id = "ew_bird-dev-331"  # "How many of the molecules are carcinogenic?"
+    assert oracle_credits(out, record_id, "What do you mean by carcinogenic?") == {"hint_1"}
+    assert oracle_credits(out, record_id, "What does 'label' mean?") == {"hint_1"}
+    assert oracle_credits(out, record_id, "What do you mean by 'of the'?") == frozenset()
+    assert oracle_credits(out, record_id, "How many?") == frozenset()
 
 
 def test_evidence_is_withheld_from_the_public_spec(converted):
@@ -105,9 +152,9 @@ def test_rows_without_evidence_are_dropped_with_a_reason(converted):
     rows = json.loads((upstream("bird", "dev") / "dev.json").read_text())
     empty = {r["question_id"] for r in rows if not r["evidence"].strip()}
     assert {296, 309} <= empty
-    dropped = {d.item: d.reason for d in conversion.drops}
+    dropped = {d.item: d.reason for d in conversion.drops if d.reason == "no_evidence"}
     assert dropped == {f"dev.json#{q}": "no_evidence" for q in empty}
-    assert len(conversion.items) + len(dropped) == len(rows)
+    assert len(conversion.items) + len(conversion.drops) == len(rows)
 
 
 def test_reference_sql_executes_on_schema_only_databases(converted):
@@ -122,8 +169,14 @@ def test_mini_dev_is_read_as_dev(tmp_path):
     conversion = ew_bird.convert(BuildOptions(source=mini), Workspace(tmp_path))
     record = by_question(conversion, 1312)
     assert record.split == "dev"
-    assert [a.term for a in record.ambiguities] == ["Angela Sanders", "full name", "major"]
-    assert record.ambiguities[2].resolution == "major refers to major_name"
+    # "What's Angela Sanders's major?": the question never says "full name", so that hint joins
+    # the ambiguity before it
+    assert [a.term for a in record.ambiguities] == ["Angela Sanders", "major"]
+    assert record.ambiguities[0].resolution == (
+        "Angela Sanders is the full name; full name refers to first_name, last_name"
+    )
+    assert record.ambiguities[1].resolution == "major refers to major_name"
+    assert record.source["merged_unlocated_hints"] == 1
 
 
 def test_build_on_schema_only_databases(tmp_path):
@@ -145,8 +198,20 @@ def test_build_on_schema_only_databases(tmp_path):
         connection.close()
         expected += bool(found)
         empty += not found
+    lost = {1443}  # its only hint is SQL about no phrase of the question
+    lost_empty = sum(
+        1 for row in rows if row["question_id"] in lost and not sqlite3.connect(
+            databases / row["db_id"] / f"{row['db_id']}.sqlite").execute(row["SQL"]).fetchall()
+    )  # fmt: skip
+    expected -= len(lost) - lost_empty
+    empty -= lost_empty
     assert report["records"] == report["avts"] == report["retained_items"] == expected
-    assert report["dropped"] == {"empty_result": empty, "no_evidence": 20}
+    assert report["dropped"] == {
+        "empty_result": empty, "no_evidence": 20, "no_term_in_request": len(lost)
+    }  # fmt: skip
+    assert validate_corpus(tmp_path / "c") == []
+    assert report["terms"]["share_in_request"] == 1.0
+    assert set(report["terms"]["origins"]) == {"evidence"}
     records = read_jsonl(tmp_path / "c" / "records.jsonl")
     assert all(r["spec"]["external_knowledge"] == [] for r in records)
     assert all(r["ambiguities"] and r["split"] == "dev" for r in records)
