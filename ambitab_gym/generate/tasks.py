@@ -16,7 +16,9 @@ tie at its cut); otherwise it is drawn again from the same random stream.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -85,6 +87,15 @@ class GeneratorConfig:
             raise ValueError("databases_per_domain must be at least 1")
         if self.oracle not in ("intent", "knowledge"):
             raise ValueError("oracle must be 'intent' or 'knowledge'")
+
+    def digest(self) -> str:
+        """A short hash of what the config draws (tells task ids of different configs apart).
+
+        >>> GeneratorConfig().digest() == GeneratorConfig(ambiguities=(0, 3)).digest()
+        True
+        """
+        text = json.dumps({**self.as_dict(), "corpus": self.corpus}, sort_keys=True)
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
 
     def as_dict(self) -> dict:
         """JSON-ready parameters (written to a generated corpus's manifest)."""
@@ -199,7 +210,7 @@ class TaskGenerator:
         Args:
             seed: a task seed, or a ``np.random.Generator`` from which one is drawn.
             task_id: names the AVT (``<task_id>``) and its records (``<task_id>-<k>``);
-                default ``proc-<seed as hex>``.
+                default ``proc-<config digest>-<seed as hex>``.
             max_records: cap on the AVT's size (m is lowered so that 2^m fits).
 
         Raises:
@@ -210,7 +221,7 @@ class TaskGenerator:
             seed = int(seed.integers(2**63))
         seed = int(seed)
         rng = np.random.default_rng([seed, 104729])
-        task_id = task_id or f"proc-{seed:016x}"
+        task_id = task_id or f"proc-{self.config.digest()}-{seed:016x}"
         for _ in range(_MAX_TRIES):
             task = self._attempt(rng, seed, task_id, max_records)
             if task is not None:

@@ -1,0 +1,326 @@
+"""The procedural generator: 1,000 generated records obey every corpus rule; the env and command.
+
+One module-scoped corpus of 1,000 records (``write_corpus``) is checked for: ``validate``,
+the term rules (a request phrase, not a stop word or SQL keyword, no two AVTs sharing request and
+database), every reading executing with pairwise different results, the trust boundary, and the
+scripted full asker reaching F1 = 1 and SR = 100 % with the interpretation solver while stopping
+at once scores less. Then: byte-identical folders for one seed, ``AmbiTab-Procedural-v0``
+(reproducible resets, curriculum options, held-out domains, wrappers, solver mode).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sqlite3
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from test_trust_boundary import (
+    assert_nothing_privileged,
+    full_actions,
+    generic_actions,
+    random_actions,
+)
+from test_trust_boundary import run as run_episode
+
+import ambitab_gym
+from ambitab_gym import STOP
+from ambitab_gym.cli import main
+from ambitab_gym.corpora import load_corpus
+from ambitab_gym.generate import TEST_DOMAINS, TRAIN_DOMAINS, GeneratorConfig, TaskGenerator
+from ambitab_gym.generate.corpus import write_corpus
+from ambitab_gym.policies.interpretation import InterpretationSolver
+from ambitab_gym.policies.scripted import FullAsker, NoneAsker
+from ambitab_gym.validate import validate_corpus
+from ambitab_gym.verify.compare import normalize_rows
+from ambitab_gym.wrappers import QuestionMenu
+
+
+def _words(text: str) -> set[str]:
+    return set(text.split())
+
+
+# Words that can never be a term on their own: function words and SQL keywords.
+STOP_WORDS = _words(
+    "a an the of to for with from and or nor but than as that this these those is are was were "
+    "be been do does did have has had will would can could what which who whom whose when where "
+    "why how many much list show give find return get tell each every per all any some our "
+    "their its it we you they please also just only into about so such very not no yes if by "
+    "in on at over under before after within since during"
+)
+SQL_KEYWORDS = _words(
+    "select from where group by order limit and or not in join on as count sum avg min max "
+    "distinct having between like is null case when then else end union all desc asc top "
+    "left right inner outer offset with"
+)
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("generated") / "gen"
+    write_corpus(out, records=1000, seed=11, config=GeneratorConfig(databases_per_domain=4))
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(corpus_dir):
+    return load_corpus(corpus_dir)
+
+
+def test_corpus_has_exactly_the_records_asked_for_and_every_family(corpus):
+    assert len(corpus.records) == 1000
+    families = {f for r in corpus.records for f in r.source["families"]}
+    assert families == {"synonym", "scope", "attachment", "vague", "knowledge", "choice", "time"}
+    assert {r.m for r in corpus.records} == {0, 1, 2, 3}
+    # one record per combination of readings: 2^m siblings, each combination once
+    for records in corpus.avts.values():
+        assert len(records) == 2 ** records[0].m
+        combos = {tuple(sorted(r.source["readings"].items())) for r in records}
+        assert len(combos) == len(records)
+
+
+def test_validate_accepts_the_generated_corpus(corpus_dir):
+    assert validate_corpus(corpus_dir) == []
+    assert main(["validate", str(corpus_dir)]) == 0
+
+
+def test_terms_are_request_phrases_and_avts_are_unique(corpus):
+    seen: dict[tuple[str, str], str] = {}
+    for avt_id, records in corpus.avts.items():
+        first = records[0]
+        request = first.spec.request
+        key = (" ".join(request.lower().split()), first.spec.database)
+        assert key not in seen, (avt_id, seen.get(key))
+        seen[key] = avt_id
+        for ambiguity in first.ambiguities:
+            term = ambiguity.term
+            pattern = r"(?<!\w)" + re.escape(term) + r"(?!\w)"
+            assert len(re.findall(pattern, request)) == 1, (request, term)
+            words = term.lower().split()
+            assert term.lower() not in STOP_WORDS | SQL_KEYWORDS, term
+            # a phrase a question menu can offer: 1-3 words, no function word at either end
+            assert 1 <= len(words) <= 3, term
+            assert words[0] not in STOP_WORDS - {"across"} and words[-1] not in STOP_WORDS, term
+            assert not ambiguity.aliases
+
+
+def test_every_reading_executes_and_siblings_differ(corpus):
+    connections: dict[str, sqlite3.Connection] = {}
+    for records in corpus.avts.values():
+        results = []
+        for record in records:
+            name = record.verification.database
+            if name not in connections:
+                path = corpus.database_file(name, "sqlite")
+                connections[name] = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            rows = connections[name].execute(record.verification.reference_sql).fetchall()
+            assert rows and all(v is not None for row in rows for v in row), record.id
+            results.append(frozenset(normalize_rows(rows, 4)))
+        for (i, a), (j, b) in itertools.combinations(enumerate(results), 2):
+            assert a != b, (records[i].id, records[j].id)
+
+
+def test_trust_boundary_over_generated_records(corpus_dir, corpus):
+    env = gym.make("AmbiTab-AmbiQT-v0", corpus=corpus_dir)
+    for record in env.unwrapped.records:
+        run_episode(env, record, full_actions(record))
+        run_episode(env, record, generic_actions)
+        run_episode(env, record, random_actions)
+    # the readings of an AVT look the same to the agent: nothing derives from the hidden one
+    for records in corpus.avts.values():
+        views = set()
+        for record in records:
+            obs, _ = env.reset(options={"record_id": record.id})
+            obs, *_ = env.step("Could you tell me more about what you need?")
+            views.add((obs["task"], obs["dialogue"]))
+        assert len(views) == 1
+
+
+def test_full_asker_reaches_f1_one_and_every_reading(corpus):
+    solver = InterpretationSolver(corpus)
+    env = gym.make(
+        "AmbiTab-AmbiQT-v0", corpus=corpus, solver=solver, zero_ambiguity="skip"
+    ).unwrapped
+    outcomes: dict[str, list[tuple[float, bool]]] = {"full": [], "none": []}
+    for record in corpus.records:
+        for name, asker in (("full", FullAsker()), ("none", NoneAsker())):
+            asker.reset(record=record)
+            env.reset(options={"record_id": record.id})
+            while True:
+                _, reward, terminated, _, info = env.step(asker.act(env.public_view))
+                if terminated:
+                    break
+            outcomes[name].append((reward, info["success"]))
+    sr_full = np.mean([s for _, s in outcomes["full"]])
+    sr_none = np.mean([s for _, s in outcomes["none"]])
+    assert np.mean([f for f, _ in outcomes["full"]]) == 1.0
+    assert sr_full == 1.0
+    assert sr_none < sr_full
+    # stopping at once succeeds exactly on the default readings (the first of each AVT)
+    defaults = {records[0].id for records in corpus.avts.values()}
+    assert sr_none == pytest.approx(len(defaults) / len(corpus.records))
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_same_seed_writes_byte_identical_folders_and_seeds_differ(tmp_path):
+    args = ["generate", "--records", "60", "--databases-per-domain", "3"]
+    assert main([*args, "--seed", "5", "--out", str(tmp_path / "a")]) == 0
+    assert main([*args, "--seed", "5", "--out", str(tmp_path / "b")]) == 0
+    assert main([*args, "--seed", "6", "--out", str(tmp_path / "c")]) == 0
+    a, b, c = (_files(tmp_path / x) for x in "abc")
+    assert a == b
+    assert a["records.jsonl"] != c["records.jsonl"]
+    assert sum(1 for _ in (tmp_path / "a" / "records.jsonl").open()) == 60
+    # a non-empty folder is refused without --force
+    assert main([*args, "--seed", "5", "--out", str(tmp_path / "a")]) == 2
+
+
+def test_generated_folder_works_with_evaluate(tmp_path, capsys):
+    out = tmp_path / "gen"
+    assert main(["generate", "--records", "20", "--seed", "2", "--out", str(out)]) == 0
+    results = tmp_path / "results.duckdb"
+    status = main(
+        [
+            "evaluate",
+            str(out),
+            "--asker",
+            "full",
+            "--results",
+            str(results),
+            "--json",
+            "--no-progress",
+        ]
+    )
+    assert status == 0
+    assert '"asker"' in capsys.readouterr().out
+
+
+def test_generator_is_reproducible_and_takes_a_generator():
+    a, b = TaskGenerator(), TaskGenerator()
+    assert a.generate(42).records == b.generate(42).records
+    assert a.generate(42).records != a.generate(43).records
+    one = a.generate(np.random.default_rng(1))
+    two = b.generate(np.random.default_rng(1))
+    assert one.records == two.records
+
+
+def test_config_rejects_bad_options():
+    with pytest.raises(ValueError, match="families"):
+        GeneratorConfig(families=("nope",))
+    with pytest.raises(ValueError, match="domains"):
+        GeneratorConfig(domains=("moon",))
+    with pytest.raises(ValueError, match="ambiguities"):
+        GeneratorConfig(ambiguities=(3, 1))
+
+
+# -- AmbiTab-Procedural-v0 ------------------------------------------------------------------------
+
+
+def test_procedural_env_resets_are_reproducible_and_fresh():
+    env = gym.make("AmbiTab-Procedural-v0")
+    first, _ = env.reset(seed=123)
+    record = env.unwrapped.record
+    again, _ = env.reset(seed=123)
+    assert first["task"] == again["task"] and env.unwrapped.record == record
+    tasks = set()
+    for _ in range(30):
+        obs, _ = env.reset()
+        tasks.add(obs["task"])
+    assert len(tasks) >= 25  # a fresh task at (nearly) every reset
+    other = gym.make("AmbiTab-Procedural-v0")
+    other.reset(seed=124)
+    assert other.unwrapped.record.spec.request != record.spec.request or (
+        other.unwrapped.record.spec.database != record.spec.database
+    )
+
+
+def test_procedural_env_passes_check_env():
+    check_env(gym.make("AmbiTab-Procedural-v0").unwrapped)
+
+
+def test_procedural_env_curriculum_options():
+    env = gym.make(
+        "AmbiTab-Procedural-v0",
+        ambiguities=(2, 2),
+        families=("time", "choice", "synonym"),
+        domains=("library",),
+        distractors=(2, 2),
+    )
+    for seed in range(20):
+        env.reset(seed=seed)
+        record = env.unwrapped.record
+        assert record.m == 2
+        assert set(record.source["families"]) <= {"time", "choice", "synonym"}
+        assert record.spec.database.startswith("library_")
+        assert len(record.source["distractors"]) == 2
+    env.unwrapped.configure(ambiguities=(0, 0), distractors=(0, 0))
+    env.reset(seed=0)
+    assert env.unwrapped.record.m == 0
+
+
+def test_procedural_env_holds_out_the_test_domains_by_default():
+    env = gym.make("AmbiTab-Procedural-v0")
+    domains = set()
+    for seed in range(120):
+        env.reset(seed=seed)
+        domains.add(env.unwrapped.record.spec.database.rsplit("_", 1)[0])
+    assert domains == set(TRAIN_DOMAINS)
+    test_env = gym.make("AmbiTab-Procedural-v0", domains="test")
+    test_env.reset(seed=0)
+    assert test_env.unwrapped.record.spec.database.rsplit("_", 1)[0] in TEST_DOMAINS
+
+
+def test_procedural_env_trust_boundary_and_full_asker_with_solver():
+    env = gym.make(
+        "AmbiTab-Procedural-v0",
+        ambiguities=(1, 3),
+        solver="interpretation",
+        databases_per_domain=2,
+    )
+    for seed in range(24):
+        obs, info = env.reset(seed=seed)
+        assert_nothing_privileged(env, obs, info)
+        record = env.unwrapped.record
+        asker = FullAsker()
+        asker.reset(record=record)
+        while True:
+            obs, reward, terminated, _, info = env.step(asker.act(env.unwrapped.public_view))
+            assert_nothing_privileged(env, obs, info)
+            if terminated:
+                break
+        assert reward == 1.0 and info["success"] is True
+
+
+def test_procedural_env_with_the_question_menu():
+    env = QuestionMenu(gym.make("AmbiTab-Procedural-v0", ambiguities=(1, 2)))
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    record = env.unwrapped.record
+    phrases = [item.phrase for item in env.candidates()]
+    # every term is a request phrase the menu offers
+    assert all(a.term in phrases for a in record.ambiguities)
+    slot = phrases.index(record.ambiguities[0].term)
+    obs, _, _, _, info = env.step(slot)
+    assert env.unwrapped.trajectory.turns[0].credits == frozenset({record.ambiguities[0].id})
+    env.step(0)  # stop
+
+
+def test_procedural_env_refuses_corpus_options():
+    with pytest.raises(TypeError, match="generates its records"):
+        gym.make("AmbiTab-Procedural-v0", split="train")
+
+
+def test_procedural_env_registered_with_the_package():
+    assert "AmbiTab-Procedural-v0" in gym.registry
+    env = gym.make("ambitab_gym:AmbiTab-Procedural-v0")
+    obs, _ = env.reset(seed=1)
+    obs, reward, terminated, _, _ = env.step(STOP)
+    assert terminated and reward in (0.0, 1.0)
+    assert ambitab_gym.STOP == STOP
