@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from convert_helpers import read_jsonl, run_build, upstream
+from convert_helpers import occurs, oracle_credits, read_jsonl, run_build, upstream
 
 from ambitab_gym.convert.bird_interact import knowledge_text
+from ambitab_gym.validate import validate_corpus
 
 
 @pytest.fixture(scope="module")
@@ -41,27 +42,76 @@ def official(tmp_path_factory):
 
 
 def test_annotations_become_ambiguities_with_their_snippets(official):
-    _, _, tasks, kb, records = official
+    out, report, tasks, kb, records = official
     assert records
     for instance, record in records.items():
         task = tasks[instance]
-        expected, seen = [], set()
+        by_id = {a["id"]: a for a in record["ambiguities"]}
+        names = {n.lower(): a for a in record["ambiguities"] for n in [a["term"], *a["aliases"]]}
         groups = (
             (task["user_query_ambiguity"]["critical_ambiguity"], "critical"),
-            (task["knowledge_ambiguity"], "knowledge"),
             (task["user_query_ambiguity"]["non_critical_ambiguity"], "non_critical"),
         )
-        for items, kind in groups:
+        for items, kind in groups:  # every annotation survives, with its snippet verbatim
             for item in items:
-                if item["term"].lower() not in seen:
-                    seen.add(item["term"].lower())
-                    expected.append((item["term"], kind, item["sql_snippet"]))
-        got = [(a["term"], a["kind"], a["sql_snippet"]) for a in record["ambiguities"]]
-        assert got == expected, instance
+                ambiguity = names[item["term"].lower()]
+                assert ambiguity["kind"] == kind and item["sql_snippet"] in ambiguity["sql_snippet"]
         for item in task["knowledge_ambiguity"]:
-            (ambiguity,) = [a for a in record["ambiguities"] if a["term"] == item["term"]]
-            assert ambiguity["resolution"] == knowledge_text(kb[item["deleted_knowledge"]])
+            # the knowledge-base name is an alias of the ambiguity now holding the withheld entry
+            ambiguity = names[item["term"].lower()]
+            assert knowledge_text(kb[item["deleted_knowledge"]]) in ambiguity["resolution"]
+            assert ambiguity["evidence"] == knowledge_text(kb[item["deleted_knowledge"]])
+            assert not occurs(item["term"], record["spec"]["request"])  # never the term
+            assert ambiguity["term"] != item["term"]
         assert all(a["response"] for a in record["ambiguities"])
+        for ambiguity in record["ambiguities"]:
+            if ambiguity["kind"] != "non_critical":
+                assert occurs(ambiguity["term"], record["spec"]["request"]), ambiguity["term"]
+        assert set(record["source"]["term_origin"]) == {
+            i for i, a in by_id.items() if a["kind"] != "non_critical"
+        }
+    # hand-checked against the sample: alien_1 annotates "good signals", which its request
+    # writes "usable signals"; its SNQI knowledge shares the SQL of "signal quality"
+    alien_1 = {a["id"]: a for a in records["alien_1"]["ambiguities"]}
+    assert (alien_1["c_good_signals"]["term"], alien_1["c_good_signals"]["aliases"]) == (
+        "usable signals", ["good signals"],
+    )  # fmt: skip
+    assert alien_1["c_signal_quality"]["aliases"] == ["Signal-to-Noise Quality Indicator (SNQI)"]
+    assert records["alien_1"]["source"]["term_origin"] == {
+        "c_signal_quality": "annotation", "c_good_signals": "annotation_overlap"
+    }  # fmt: skip
+    # alien_3: the request says "lunar interference" for the Lunar Interference Factor (LIF)
+    (lif,) = [a for a in records["alien_3"]["ambiguities"] if a["kind"] == "knowledge"]
+    assert (lif["term"], lif["aliases"]) == (
+        "lunar interference",
+        ["Lunar Interference Factor (LIF)"],
+    )
+    merged = [
+        a for r in records.values() for a in r["ambiguities"] if a["kind"] == "critical"
+        and any(k["term"] in a["aliases"] for k in tasks[r["source"]["instance_id"]]["knowledge_ambiguity"])
+    ]  # fmt: skip
+    assert (
+        len(merged) == 6
+    )  # of the 7 knowledge annotations of the kept tasks; alien_3 kept its own
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["provenance"]["knowledge_merged_into_critical"] >= len(merged)
+    assert report["terms"]["share_in_request"] == 1.0
+    assert validate_corpus(out) == []
+
+
+def test_a_natural_question_naming_the_phrase_gets_the_credit(official):
+    out, *_ = official
+    assert oracle_credits(
+        out, "bird_interact-alien_1", "Which signals count as usable signals?"
+    ) == {"c_good_signals"}
+    assert oracle_credits(out, "bird_interact-alien_1", "How is signal quality computed?") == {
+        "c_signal_quality"
+    }
+    assert oracle_credits(
+        out, "bird_interact-alien_3", "How do you quantify lunar interference?"
+    ) == {"k_lunar_interference_factor_lif"}
+    for question in ("What do you mean by 'the'?", "What do you mean by 'for each'?", "Why?"):
+        assert oracle_credits(out, "bird_interact-alien_1", question) == frozenset()
 
 
 def test_postgres_sql_is_kept_and_runs_on_duckdb(official):
@@ -117,8 +167,8 @@ def test_responses_come_from_the_catalog_when_given(official):
     by_term = {a["term"]: a for a in records["alien_1"]["ambiguities"]}
     assert by_term["signal quality"]["response"] == "Use the signal-to-noise quality indicator."
     # the rest: the deterministic template from the annotation
-    assert by_term["good signals"]["response"] == (
-        'By "good signals" I mean what this part of the query expresses: '
+    assert by_term["usable signals"]["response"] == (
+        'By "usable signals" I mean what this part of the query expresses: '
         "COUNT(*) FILTER (WHERE SNQI > 0) as analyzable signals"
     )
 
