@@ -590,6 +590,10 @@ def _duckdb_classify(duckdb, error: BaseException, watchdog: Watchdog, timeout_s
     if isinstance(error, (MemoryError, duckdb.OutOfMemoryException)):
         return _error("too_large", f"the query needs more memory than allowed ({message[:200]})")
     if isinstance(error, duckdb.ParserException):
+        if "single SELECT statement" in message:  # query('<not a SELECT>')
+            return _error(
+                "rejected", f"only read-only single SELECT statements are allowed ({message})"
+            )
         return _error("syntax", message)
     if isinstance(error, duckdb.PermissionException):
         return _error("rejected", f"access outside the database is not allowed ({message})")
@@ -889,7 +893,7 @@ class WorkerSlot:
         """Run ``request`` (``("query", sql, timeout_s, max_rows, max_bytes, ...)``) in the worker.
 
         The worker stops the query at its deadline itself; a worker that has not answered
-        ``seconds_left + 1 + timeout_s / 4`` seconds after the request (a built-in call that no
+        ``seconds_left + 0.5 + timeout_s / 4`` seconds after the request (a built-in call that no
         interrupt reaches, a stuck process) is killed and the query fails with ``timeout``.
 
         Raises:
@@ -900,7 +904,7 @@ class WorkerSlot:
             worker = self._ensure(key, config, headroom_mb)
             try:
                 reply = worker.query(
-                    request, seconds_left + 1.0 + 0.25 * timeout_s, max_bytes + 2**20
+                    request, seconds_left + 0.5 + 0.25 * timeout_s, max_bytes + 2**20
                 )
             except pickle.UnpicklingError as error:
                 self._discard()
@@ -981,10 +985,14 @@ def serve(request_fd: int, response_fd: int) -> int:
             reply = run(*request[1:6])
         except MemoryError:
             reply = _error("too_large", "the query needs more memory than allowed")
+        except BaseException as error:  # noqa: BLE001 - the worker answers, whatever happened
+            reply = _error("runtime", f"{type(error).__name__}: {error}")
         try:
             payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         except MemoryError:
             payload = pickle.dumps(_too_large(max_bytes))
+        except Exception as error:  # a value pickle cannot write (nesting too deep, ...)
+            payload = pickle.dumps(_error("runtime", f"the result cannot be returned ({error})"))
         if reply[0] == "ok" and len(payload) > max_bytes:
             payload = pickle.dumps(_too_large(max_bytes))
         del reply
