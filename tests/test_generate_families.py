@@ -1,0 +1,282 @@
+"""One hand-checked example per ambiguity family (retail domain, database ``retail_00``).
+
+Each expected text below was written from the family's template in
+``ambitab_gym/generate/families.py`` with the drawn parameters filled in by hand (the column
+pair, the tiers and year, the thresholds, the city pair, the time frame); the database facts the
+parameters stand on are checked against the data independently.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ambitab_gym.generate import TaskGenerator
+
+FROM = (
+    "FROM orders AS e JOIN customers AS c ON c.customer_id = e.customer_id "
+    "JOIN products AS p ON p.product_id = e.product_id"
+)
+
+
+def example(family: str, seed: int):
+    generator = TaskGenerator(
+        families=(family,),
+        ambiguities=(1, 1),
+        distractors=(0, 0),
+        domains=("retail",),
+        databases_per_domain=1,
+    )
+    task = generator.generate(seed)
+    assert [r.m for r in task.records] == [1, 1]
+    assert task.database.name == "retail_00"
+    return task
+
+
+def readings(task) -> list[tuple[str, str, str]]:
+    return [
+        (r.ambiguities[0].resolution, r.ambiguities[0].response, r.verification.reference_sql)
+        for r in task.records
+    ]
+
+
+def one(task, sql: str):
+    return task.database.connection.execute(sql).fetchall()
+
+
+def test_synonym_two_columns_for_order_value():
+    task = example("synonym", 5)
+    first = task.records[0]
+    assert first.spec.request == "Report the total order value of orders."
+    (ambiguity,) = first.ambiguities
+    assert (ambiguity.id, ambiguity.term, ambiguity.kind) == (
+        "order_value",
+        "order value",
+        "critical",
+    )
+    assert readings(task) == [
+        (
+            "the amount column of the orders table",
+            "I mean the values stored in the amount column.",
+            f"SELECT SUM(e.amount) {FROM}",
+        ),
+        (
+            "the total column of the orders table",
+            "I mean the values stored in the total column.",
+            f"SELECT SUM(e.total) {FROM}",
+        ),
+    ]
+    # AmbiQT: the resampled column holds the same values in another arrangement
+    total = sorted(v for (v,) in one(task, "SELECT total FROM orders"))
+    amount = {v for (v,) in one(task, "SELECT amount FROM orders")}
+    assert amount <= set(total) and one(task, "SELECT SUM(total) - SUM(amount) FROM orders")[0][0]
+
+
+def test_scope_one_figure_per_category_or_overall():
+    task = example("scope", 5)
+    first = task.records[0]
+    assert first.spec.request == "Report the total quantity of orders across categories."
+    assert first.ambiguities[0].term == "across categories"
+    assert readings(task) == [
+        (
+            "a single overall figure with all categories combined",
+            "Just one overall figure, with all categories combined.",
+            f"SELECT SUM(e.quantity) {FROM}",
+        ),
+        (
+            "a separate figure for each category",
+            "Give me a separate figure for each category.",
+            f"SELECT p.category, SUM(e.quantity) {FROM} GROUP BY p.category",
+        ),
+    ]
+    per_category = one(task, task.records[1].verification.reference_sql)
+    overall = one(task, task.records[0].verification.reference_sql)
+    assert len(per_category) == 5 and sum(v for _, v in per_category) == overall[0][0]
+
+
+def test_attachment_clause_binds_both_tiers_or_the_last():
+    task = example("attachment", 5)
+    first = task.records[0]
+    assert first.spec.request == (
+        "Show the 6 silver and gold customers who joined before 2020 with the highest total "
+        "quantity."
+    )
+    assert first.ambiguities[0].term == "joined before 2020"
+    last = "(c.loyalty_tier = 'silver' OR (c.loyalty_tier = 'gold' AND c.signup_year < 2020))"
+    both = "c.loyalty_tier IN ('silver', 'gold') AND c.signup_year < 2020"
+    rank = "GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 6"
+    assert readings(task) == [
+        (
+            "only the gold customers must have joined before 2020; every silver one counts",
+            "All silver customers, plus just those gold customers who joined before 2020.",
+            f"SELECT c.name {FROM} WHERE {last} {rank}",
+        ),
+        (
+            "the condition joined before 2020 applies to both the silver and the gold customers",
+            "Both groups: only silver and gold customers who joined before 2020.",
+            f"SELECT c.name {FROM} WHERE {both} {rank}",
+        ),
+    ]
+    # the readings differ because some silver customers joined in 2020 or later
+    late_silver = (
+        "SELECT COUNT(*) FROM customers WHERE loyalty_tier = 'silver' AND signup_year >= 2020"
+    )
+    assert one(task, late_silver)[0][0] > 0
+
+
+def test_vague_top_customers_how_many():
+    task = example("vague", 5)
+    first = task.records[0]
+    assert first.spec.request == "List the top customers by quantity."
+    assert first.ambiguities[0].term == "top customers"
+    rank = f"SELECT c.name {FROM} GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC"
+    assert readings(task) == [
+        ("the eight highest-ranked customers", "I mean the top eight.", f"{rank} LIMIT 8"),
+        ("the four highest-ranked customers", "I mean the top four.", f"{rank} LIMIT 4"),
+    ]
+
+
+def test_vague_large_orders_threshold():
+    task = example("vague", 0)
+    first = task.records[0]
+    assert first.spec.request == "Show the average quantity of large orders."
+    assert first.ambiguities[0].term == "large orders"
+    assert readings(task) == [
+        (
+            "orders with a quantity of at least 7 items",
+            "An order counts as large from 7 items of quantity up.",
+            f"SELECT AVG(e.quantity) {FROM} WHERE e.quantity >= 7",
+        ),
+        (
+            "orders with a quantity of at least 4 items",
+            "An order counts as large from 4 items of quantity up.",
+            f"SELECT AVG(e.quantity) {FROM} WHERE e.quantity >= 4",
+        ),
+    ]
+    assert one(task, "SELECT COUNT(*) FROM orders WHERE quantity BETWEEN 4 AND 6")[0][0] > 0
+
+
+def test_knowledge_loyal_customers_masked_evidence():
+    task = example("knowledge", 5)
+    first = task.records[0]
+    assert first.spec.request == "How many orders by loyal customers?"
+    (ambiguity,) = first.ambiguities
+    assert (ambiguity.term, ambiguity.kind) == ("loyal customers", "knowledge")
+    loyal = (
+        "c.customer_id IN (SELECT customer_id FROM orders GROUP BY customer_id "
+        "HAVING COUNT(*) >= {k})"
+    )
+    assert readings(task) == [
+        (
+            "loyal customers are customers with at least 10 orders",
+            "I mean customers who have at least 10 orders on record.",
+            f"SELECT COUNT(*) {FROM} WHERE {loyal.format(k=10)}",
+        ),
+        (
+            "loyal customers are customers with at least 3 orders",
+            "I mean customers who have at least 3 orders on record.",
+            f"SELECT COUNT(*) {FROM} WHERE {loyal.format(k=3)}",
+        ),
+    ]
+    assert [r.ambiguities[0].evidence for r in task.records] == [
+        "loyal customers refers to customers with COUNT(order_id) >= 10",
+        "loyal customers refers to customers with COUNT(order_id) >= 3",
+    ]
+    # masked: the evidence is withheld from the visible external knowledge
+    assert first.spec.external_knowledge == ("The data runs until 30 June 2024.",)
+
+
+def test_knowledge_premium_products_on_items():
+    task = example("knowledge", 1)
+    first = task.records[0]
+    assert first.spec.request == (
+        "Which are the 4 customers with the highest total quantity for premium products?"
+    )
+    rank = "GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 4"
+    assert readings(task) == [
+        (
+            "premium products are products whose unit price is at least 81.42",
+            "I mean products with a unit price of at least 81.42.",
+            f"SELECT c.name {FROM} WHERE p.unit_price >= 81.42 {rank}",
+        ),
+        (
+            "premium products are products whose unit price is at least 27.82",
+            "I mean products with a unit price of at least 27.82.",
+            f"SELECT c.name {FROM} WHERE p.unit_price >= 27.82 {rank}",
+        ),
+    ]
+    prices = {p for (p,) in one(task, "SELECT unit_price FROM products")}
+    assert {81.42, 27.82} <= prices
+
+
+def test_choice_city_name_two_cities_share():
+    task = example("choice", 5)
+    first = task.records[0]
+    assert (
+        first.spec.request == "Report the total quantity of orders by customers from Springfield."
+    )
+    assert first.ambiguities[0].term == "Springfield"
+    assert readings(task) == [
+        (
+            "the customers from Springfield, Missouri",
+            "I mean Springfield, Missouri.",
+            f"SELECT SUM(e.quantity) {FROM} WHERE c.city = 'Springfield, Missouri'",
+        ),
+        (
+            "the customers from Springfield, Illinois",
+            "I mean Springfield, Illinois.",
+            f"SELECT SUM(e.quantity) {FROM} WHERE c.city = 'Springfield, Illinois'",
+        ),
+    ]
+    cities = {c for (c,) in one(task, "SELECT DISTINCT city FROM customers")}
+    assert {c for c in cities if c.startswith("Springfield")} == {
+        "Springfield, Missouri",
+        "Springfield, Illinois",
+    }
+
+
+@pytest.mark.parametrize(
+    ("seed", "text", "expected"),
+    [
+        (
+            5,
+            "How many orders in the last year?",
+            [
+                (
+                    "the twelve months up to the last day of data, July 2023 to June 2024",
+                    "I mean the most recent twelve months, July 2023 through June 2024.",
+                    f"SELECT COUNT(*) {FROM} WHERE e.order_date >= '2023-07-01'",
+                ),
+                (
+                    "the calendar year 2023, from January to December",
+                    "I mean the calendar year 2023.",
+                    f"SELECT COUNT(*) {FROM} WHERE e.order_date BETWEEN '2023-01-01' AND "
+                    "'2023-12-31'",
+                ),
+            ],
+        ),
+        (
+            1,
+            "Which are the 4 customers with the highest total quantity in the past few months?",
+            [
+                (
+                    "the last six months of data, January to June 2024",
+                    "The last six months: January to June 2024.",
+                    f"SELECT c.name {FROM} WHERE e.order_date >= '2024-01-01' GROUP BY "
+                    "c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 4",
+                ),
+                (
+                    "the last three months of data, April to June 2024",
+                    "The last three months: April to June 2024.",
+                    f"SELECT c.name {FROM} WHERE e.order_date >= '2024-04-01' GROUP BY "
+                    "c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 4",
+                ),
+            ],
+        ),
+    ],
+)
+def test_time_frames(seed, text, expected):
+    task = example("time", seed)
+    assert task.records[0].spec.request == text
+    assert readings(task) == expected
+    last_day = one(task, "SELECT MAX(order_date) FROM orders")[0][0]
+    assert last_day <= "2024-06-30"
