@@ -192,7 +192,7 @@ def request_terms(records: list[TaskRecord], origin: str) -> list[TaskRecord] | 
             for a in record.ambiguities
         ]
         source = {**(record.source or {}), "term_origin": origins}
-        out.append(record.model_copy(update={"ambiguities": ambiguities, "source": source}))
+        out.append(record.model_copy(update={"ambiguities": tuple(ambiguities), "source": source}))
     return out
 
 

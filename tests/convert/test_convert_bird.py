@@ -15,6 +15,7 @@ from convert_helpers import ModelServer, read_jsonl, run_build, tiny_bird
 
 from ambitab_gym.corpora import BUNDLED_DIR
 from ambitab_gym.records import parse_record
+from ambitab_gym.validate import validate_corpus
 
 
 @pytest.fixture
@@ -42,7 +43,11 @@ def test_released_files_are_imported_as_they_are(release, tmp_path):
     assert status == 0, report
     original = read_jsonl(records_file)
     built = read_jsonl(tmp_path / "c" / "records.jsonl")
-    # the same records (the written file fills in defaults such as compare.allow_empty)
+    # the same records (the written file fills in defaults such as compare.allow_empty); the
+    # source records how each term was obtained: every released term is a request phrase
+    for record in built:
+        counted = [a["id"] for a in record["ambiguities"] if a["kind"] != "non_critical"]
+        assert record["source"].pop("term_origin") == dict.fromkeys(counted, "released")
     assert {r["id"]: parse_record(r) for r in built} == {r["id"]: parse_record(r) for r in original}
     assert len(built) == len(original)
 
@@ -58,6 +63,51 @@ def test_released_files_are_imported_as_they_are(release, tmp_path):
     manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
     assert manifest["oracle"] == "knowledge" and manifest["name"] == "bird"
     assert all(entry["file"].endswith(".sqlite") for entry in manifest["databases"].values())
+
+
+def test_released_terms_are_checked_against_the_request(release, tmp_path):
+    records_file, databases = release
+    records = read_jsonl(records_file)
+    first = records[0]
+    siblings = [r for r in records if r["avt_id"] == first["avt_id"]]
+    request = first["spec"]["request"]
+    (term, *_) = [a["term"] for a in first["ambiguities"]]
+    assert term in request
+    # one AVT whose term is not the request's wording (a relocatable variant), one whose term
+    # names nothing in the request, one with a function-word term
+    relocatable = first["ambiguities"][0]["term"] + "s"
+    broken = next(r for r in records if r["avt_id"] != first["avt_id"] and r["ambiguities"])
+    stop = next(
+        r
+        for r in records
+        if r["avt_id"] not in (first["avt_id"], broken["avt_id"]) and r["ambiguities"]
+    )
+    edited = []
+    for record in records:
+        record = json.loads(json.dumps(record))
+        if record["avt_id"] == first["avt_id"]:
+            record["ambiguities"][0]["term"] = relocatable
+        elif record["avt_id"] == broken["avt_id"]:
+            record["ambiguities"][0]["term"] = "zeppelin quokka"
+            record["ambiguities"][0]["aliases"] = []  # an alias naming a phrase would relocate it
+        elif record["avt_id"] == stop["avt_id"]:
+            record["ambiguities"][0]["term"] = "the"
+        edited.append(record)
+    source = tmp_path / "release.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in edited))
+    status, report = run_build(
+        "bird", "--source", str(source), "--databases", str(databases), "--out", str(tmp_path / "c")
+    )
+    assert status == 0, report
+    assert report["dropped"] == {"no_term_in_request": 2}
+    assert report["terms"]["share_in_request"] == 1.0
+    built = {r["id"]: r for r in read_jsonl(tmp_path / "c" / "records.jsonl")}
+    for sibling in siblings:
+        ambiguity = built[sibling["id"]]["ambiguities"][0]
+        assert ambiguity["term"] == term and relocatable in ambiguity["aliases"]
+        assert built[sibling["id"]]["source"]["term_origin"][ambiguity["id"]] == "relocated"
+    assert broken["id"] not in built and stop["id"] not in built
+    assert validate_corpus(tmp_path / "c") == []
 
 
 def test_released_files_without_databases_are_dropped(release, tmp_path):

@@ -19,7 +19,7 @@ def released_file(tmp_path, *, break_avt: bool) -> tuple:
     for n, (limit, meaning) in enumerate(((5, "under 5"), (15, "under 15")), start=1):
         request = "How many cheap items are there?"
         if break_avt and n == 2:
-            request = "How many inexpensive items are there?"  # AVT siblings must share the spec
+            request = "How many cheap items are left?"  # AVT siblings must share the spec
         records.append(
             {"id": f"r{n}", "avt_id": "a1", "corpus": "bird", "split": "dev",
              "spec": {"request": request, "database": "shop"},
@@ -75,8 +75,38 @@ def test_json_is_the_last_stdout_line_and_drops_are_listed(tmp_path):
         "bird", "--source", str(source), "--databases", str(databases), "--out", str(tmp_path / "c")
     )
     assert status == 0
-    assert list(report) == ["corpus", "out", "records", "avts", "retained_items", "dropped"]
+    assert list(report) == [
+        "corpus", "out", "records", "avts", "retained_items", "dropped", "terms"
+    ]  # fmt: skip
     assert read_jsonl(tmp_path / "c" / "dropped.jsonl") == []
+    # one AVT, one counted ambiguity: "cheap items" is a phrase of the request
+    assert report["terms"] == {
+        "counted_ambiguities": 1, "in_request": 1, "share_in_request": 1.0,
+        "origins": {"released": 1},
+    }  # fmt: skip
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert manifest["counts"]["terms"] == report["terms"]
+
+
+def test_repeated_requests_and_bad_terms_are_dropped_by_the_build(tmp_path):
+    source, databases = released_file(tmp_path, break_avt=False)
+    records = read_jsonl(source)
+    extra = []
+    for n, record in enumerate(records):  # a second AVT with the same request and database
+        extra.append({**record, "id": f"dup{n}", "avt_id": "a2"})
+    bad = json.loads(json.dumps(records[0]))  # an AVT whose only term is an SQL keyword
+    bad.update(id="kw", avt_id="a3")
+    bad["spec"]["request"] = "How many cheap items are there, by count?"
+    bad["ambiguities"][0]["term"] = "count"
+    source.write_text("".join(json.dumps(r) + "\n" for r in [*records, *extra, bad]))
+    status, report = run_build(
+        "bird", "--source", str(source), "--databases", str(databases), "--out", str(tmp_path / "c")
+    )
+    assert status == 0, report
+    assert report["avts"] == 1
+    assert report["dropped"] == {"duplicate_request": 1, "no_term_in_request": 1}
+    dropped = {d["item"]: d["reason"] for d in read_jsonl(tmp_path / "c" / "dropped.jsonl")}
+    assert dropped[next(k for k in dropped if "(a2)" in k)] == "duplicate_request"
 
 
 def test_progress_goes_to_stderr_only_when_enabled(capsys):
