@@ -1,10 +1,18 @@
-"""p(tau), r(tau) and R_F1 (paper Definition 2, eq. 1-2), worked by hand."""
+"""p(tau), r(tau), R_F1 and the reported C.3 scores (paper Definition 2, eq. 1-2, C.3), by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from ambitab_gym.metrics import episode_precision, episode_recall, question_f1
+from ambitab_gym.metrics import (
+    EpisodeScore,
+    eligible_value,
+    episode_precision,
+    episode_recall,
+    macro_means,
+    question_f1,
+    score_credits,
+)
 
 AB = frozenset({"a", "b"})
 
@@ -47,3 +55,74 @@ def test_hand_worked(credits, amb, p, r, f1):
     else:
         assert episode_recall(credits, amb) == pytest.approx(r)
     assert question_f1(credits, amb) == pytest.approx(f1)
+
+
+# -- the reported scores (C.3): populations and fallback stops -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("credits", "amb", "fallback", "expected"),
+    [
+        # the reward's m = 0 convention (F1 = 1 for abstaining) is not a reported F1
+        ([], frozenset(), False, (None, None, None)),
+        ([set()], frozenset(), False, (0.0, None, None)),
+        # stop at once with ambiguities: F1 = 0 is reported, precision is not
+        ([], AB, False, (None, 0.0, 0.0)),
+        ([{"a"}, set(), {"b"}], AB, False, (2 / 3, 1.0, 0.8)),
+        # a fallback stop keeps its precision, loses recall and F1
+        ([{"a"}, set(), {"b"}], AB, True, (2 / 3, None, None)),
+        ([], AB, True, (None, None, None)),
+    ],
+)
+def test_reported_scores(credits, amb, fallback, expected):
+    got = score_credits([frozenset(c) for c in credits], amb, fallback=fallback)
+    assert got == pytest.approx(expected)
+
+
+def test_macro_means_over_rows_and_scores_agree():
+    rows = [
+        # p = 2/3, r = 1, F1 = 0.8, verified
+        {
+            "precision": 2 / 3,
+            "recall": 1.0,
+            "f1": 0.8,
+            "success": 1.0,
+            "n_questions": 3,
+            "stop_reason": "asker",
+        },
+        # stored before fallback stops were scored apart: the row's recall/F1 are ignored
+        {
+            "precision": 1.0,
+            "recall": 0.5,
+            "f1": 2 / 3,
+            "success": 0.0,
+            "n_questions": 1,
+            "stop_reason": "fallback",
+        },
+        # m = 0, skipped
+        {
+            "precision": None,
+            "recall": None,
+            "f1": None,
+            "success": 1.0,
+            "n_questions": 0,
+            "stop_reason": "skipped",
+        },
+        # ask-only: nothing verified
+        {
+            "precision": None,
+            "recall": 0.0,
+            "f1": 0.0,
+            "success": None,
+            "n_questions": 0,
+            "stop_reason": "asker",
+        },
+    ]
+    out = macro_means(rows)
+    assert out["precision"] == pytest.approx((2 / 3 + 1.0) / 2)
+    assert out["recall"] == pytest.approx(0.5) and out["f1"] == pytest.approx(0.4)
+    assert out["success"] == pytest.approx(2 / 3)
+    assert out["questions"] == 1.0 and out["episodes"] == 4 and out["fallback_stops"] == 1
+    assert (out["precision_episodes"], out["recall_episodes"], out["success_episodes"]) == (2, 2, 3)
+    assert macro_means([EpisodeScore.from_row(r) for r in rows]) == out
+    assert eligible_value(rows[1], "recall") is None and eligible_value(rows[1], "precision") == 1.0

@@ -29,7 +29,7 @@ from ambitab_gym.evaluation.report_figures import (
     plot_figures,
 )
 from ambitab_gym.evaluation.store import ResultsStore
-from ambitab_gym.evaluation.summary import Stat, Summary, summarize
+from ambitab_gym.evaluation.summary import Stat, Summary, summarize_campaign
 
 __all__ = [
     "CORPUS_ORDER",
@@ -57,7 +57,7 @@ class ReportEntry:
         campaign_id: the campaign's id in the results file.
         group: the x-axis group (corpus display name, plus ``/split`` for a split).
         label: the series label (what tells this campaign apart from the others shown).
-        summary: :func:`summarize` of the campaign's stored episodes.
+        summary: :func:`summarize_campaign` of the campaign's stored episodes.
         config: the campaign's stored configuration.
         corpus: the corpus name.
 
@@ -65,7 +65,7 @@ class ReportEntry:
         >>> rows = [{"condition": c, "seed": 0, "success": s, "precision": 1.0,
         ...          "recall": 1.0, "f1": 1.0, "error": None}
         ...         for c, s in (("none", 0.0), ("asker", 1.0), ("full", 1.0))]
-        >>> entry = ReportEntry("c1", "Bird", "full", summarize(rows), {"seeds": [0]}, "bird")
+        >>> entry = ReportEntry("c1", "Bird", "full", summarize_campaign(rows), {"seeds": [0]}, "bird")
         >>> entry.summary.gain.mean, entry.seeds
         (1.0, 1)
     """
@@ -183,7 +183,7 @@ def collect_entries(
                 campaign["campaign_id"],
                 group,
                 label,
-                summarize(rows[campaign["campaign_id"]]),
+                summarize_campaign(rows[campaign["campaign_id"]]),
                 dict(campaign.get("config") or {}),
                 campaign["corpus"],
             )
