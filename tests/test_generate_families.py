@@ -12,10 +12,11 @@ import pytest
 
 from ambitab_gym.generate import TaskGenerator
 
-FROM = (
-    "FROM orders AS e JOIN customers AS c ON c.customer_id = e.customer_id "
-    "JOIN products AS p ON p.product_id = e.product_id"
-)
+# a reading joins only the tables it reads
+E = "FROM orders AS e"
+EC = E + " JOIN customers AS c ON c.customer_id = e.customer_id"
+EP = E + " JOIN products AS p ON p.product_id = e.product_id"
+ECP = EC + " JOIN products AS p ON p.product_id = e.product_id"
 
 
 def example(family: str, seed: int):
@@ -57,12 +58,12 @@ def test_synonym_two_columns_for_order_value():
         (
             "the amount column of the orders table",
             "I mean the values stored in the amount column.",
-            f"SELECT SUM(e.amount) {FROM}",
+            f"SELECT SUM(e.amount) {E}",
         ),
         (
             "the total column of the orders table",
             "I mean the values stored in the total column.",
-            f"SELECT SUM(e.total) {FROM}",
+            f"SELECT SUM(e.total) {E}",
         ),
     ]
     # AmbiQT: the resampled column holds the same values in another arrangement
@@ -80,12 +81,12 @@ def test_scope_one_figure_per_category_or_overall():
         (
             "a single overall figure with all categories combined",
             "Just one overall figure, with all categories combined.",
-            f"SELECT SUM(e.quantity) {FROM}",
+            f"SELECT SUM(e.quantity) {E}",
         ),
         (
             "a separate figure for each category",
             "Give me a separate figure for each category.",
-            f"SELECT p.category, SUM(e.quantity) {FROM} GROUP BY p.category",
+            f"SELECT p.category, SUM(e.quantity) {EP} GROUP BY p.category",
         ),
     ]
     per_category = one(task, task.records[1].verification.reference_sql)
@@ -108,12 +109,12 @@ def test_attachment_clause_binds_both_tiers_or_the_last():
         (
             "only the gold customers must have joined before 2020; every silver one counts",
             "All silver customers, plus just those gold customers who joined before 2020.",
-            f"SELECT c.name {FROM} WHERE {last} {rank}",
+            f"SELECT c.name {EC} WHERE {last} {rank}",
         ),
         (
             "the condition joined before 2020 applies to both the silver and the gold customers",
             "Both groups: only silver and gold customers who joined before 2020.",
-            f"SELECT c.name {FROM} WHERE {both} {rank}",
+            f"SELECT c.name {EC} WHERE {both} {rank}",
         ),
     ]
     # the readings differ because some silver customers joined in 2020 or later
@@ -128,7 +129,7 @@ def test_vague_top_customers_how_many():
     first = task.records[0]
     assert first.spec.request == "List the top customers by quantity."
     assert first.ambiguities[0].term == "top customers"
-    rank = f"SELECT c.name {FROM} GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC"
+    rank = f"SELECT c.name {EC} GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC"
     assert readings(task) == [
         ("the eight highest-ranked customers", "I mean the top eight.", f"{rank} LIMIT 8"),
         ("the four highest-ranked customers", "I mean the top four.", f"{rank} LIMIT 4"),
@@ -144,12 +145,12 @@ def test_vague_large_orders_threshold():
         (
             "orders with a quantity of at least 7 items",
             "An order counts as large from 7 items of quantity up.",
-            f"SELECT AVG(e.quantity) {FROM} WHERE e.quantity >= 7",
+            f"SELECT AVG(e.quantity) {E} WHERE e.quantity >= 7",
         ),
         (
             "orders with a quantity of at least 4 items",
             "An order counts as large from 4 items of quantity up.",
-            f"SELECT AVG(e.quantity) {FROM} WHERE e.quantity >= 4",
+            f"SELECT AVG(e.quantity) {E} WHERE e.quantity >= 4",
         ),
     ]
     assert one(task, "SELECT COUNT(*) FROM orders WHERE quantity BETWEEN 4 AND 6")[0][0] > 0
@@ -169,12 +170,12 @@ def test_knowledge_loyal_customers_masked_evidence():
         (
             "loyal customers are customers with at least 10 orders",
             "I mean customers who have at least 10 orders on record.",
-            f"SELECT COUNT(*) {FROM} WHERE {loyal.format(k=10)}",
+            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=10)}",
         ),
         (
             "loyal customers are customers with at least 3 orders",
             "I mean customers who have at least 3 orders on record.",
-            f"SELECT COUNT(*) {FROM} WHERE {loyal.format(k=3)}",
+            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=3)}",
         ),
     ]
     assert [r.ambiguities[0].evidence for r in task.records] == [
@@ -196,12 +197,12 @@ def test_knowledge_premium_products_on_items():
         (
             "premium products are products whose unit price is at least 81.42",
             "I mean products with a unit price of at least 81.42.",
-            f"SELECT c.name {FROM} WHERE p.unit_price >= 81.42 {rank}",
+            f"SELECT c.name {ECP} WHERE p.unit_price >= 81.42 {rank}",
         ),
         (
             "premium products are products whose unit price is at least 27.82",
             "I mean products with a unit price of at least 27.82.",
-            f"SELECT c.name {FROM} WHERE p.unit_price >= 27.82 {rank}",
+            f"SELECT c.name {ECP} WHERE p.unit_price >= 27.82 {rank}",
         ),
     ]
     prices = {p for (p,) in one(task, "SELECT unit_price FROM products")}
@@ -219,12 +220,12 @@ def test_choice_city_name_two_cities_share():
         (
             "the customers from Springfield, Missouri",
             "I mean Springfield, Missouri.",
-            f"SELECT SUM(e.quantity) {FROM} WHERE c.city = 'Springfield, Missouri'",
+            f"SELECT SUM(e.quantity) {EC} WHERE c.city = 'Springfield, Missouri'",
         ),
         (
             "the customers from Springfield, Illinois",
             "I mean Springfield, Illinois.",
-            f"SELECT SUM(e.quantity) {FROM} WHERE c.city = 'Springfield, Illinois'",
+            f"SELECT SUM(e.quantity) {EC} WHERE c.city = 'Springfield, Illinois'",
         ),
     ]
     cities = {c for (c,) in one(task, "SELECT DISTINCT city FROM customers")}
@@ -244,12 +245,12 @@ def test_choice_city_name_two_cities_share():
                 (
                     "the twelve months up to the last day of data, July 2023 to June 2024",
                     "I mean the most recent twelve months, July 2023 through June 2024.",
-                    f"SELECT COUNT(*) {FROM} WHERE e.order_date >= '2023-07-01'",
+                    f"SELECT COUNT(*) {E} WHERE e.order_date >= '2023-07-01'",
                 ),
                 (
                     "the calendar year 2023, from January to December",
                     "I mean the calendar year 2023.",
-                    f"SELECT COUNT(*) {FROM} WHERE e.order_date BETWEEN '2023-01-01' AND "
+                    f"SELECT COUNT(*) {E} WHERE e.order_date BETWEEN '2023-01-01' AND "
                     "'2023-12-31'",
                 ),
             ],
@@ -261,13 +262,13 @@ def test_choice_city_name_two_cities_share():
                 (
                     "the last six months of data, January to June 2024",
                     "The last six months: January to June 2024.",
-                    f"SELECT c.name {FROM} WHERE e.order_date >= '2024-01-01' GROUP BY "
+                    f"SELECT c.name {EC} WHERE e.order_date >= '2024-01-01' GROUP BY "
                     "c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 4",
                 ),
                 (
                     "the last three months of data, April to June 2024",
                     "The last three months: April to June 2024.",
-                    f"SELECT c.name {FROM} WHERE e.order_date >= '2024-04-01' GROUP BY "
+                    f"SELECT c.name {EC} WHERE e.order_date >= '2024-04-01' GROUP BY "
                     "c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 4",
                 ),
             ],

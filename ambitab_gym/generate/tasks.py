@@ -385,22 +385,26 @@ class TaskGenerator:
             limit = effect.get("limit", limit)
             if "cond" in effect:
                 conds.append(effect["cond"])
-        source = (
-            f"FROM {d.event_table} AS e JOIN {d.entity_table} AS c ON c.{d.entity_id} = "
-            f"e.{d.entity_id} JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id}"
-        )
         where = " WHERE " + " AND ".join(conds) if conds else ""
         if plan.skeleton == "ranking":
             selected = f"SUM(e.{measure})" if cut else "c.name"
-            return (
-                f"SELECT {selected} {source}{where} GROUP BY c.{d.entity_id} "
+            tail = (
+                f"{where} GROUP BY c.{d.entity_id} "
                 f"ORDER BY SUM(e.{measure}) DESC LIMIT {limit + 1 if cut else limit}"
             )
-        value = "COUNT(*)" if plan.skeleton == "count" else f"{plan.agg}(e.{measure})"
-        if group:
-            category = f"p.{d.category_column}"
-            return f"SELECT {category}, {value} {source}{where} GROUP BY {category}"
-        return f"SELECT {value} {source}{where}"
+        else:
+            selected = "COUNT(*)" if plan.skeleton == "count" else f"{plan.agg}(e.{measure})"
+            tail = where
+            if group:
+                selected = f"p.{d.category_column}, {selected}"
+                tail = f"{where} GROUP BY p.{d.category_column}"
+        # join only the tables the query reads (the event table always)
+        source = f"FROM {d.event_table} AS e"
+        if "c." in selected or "c." in tail:
+            source += f" JOIN {d.entity_table} AS c ON c.{d.entity_id} = e.{d.entity_id}"
+        if "p." in selected or "p." in tail:
+            source += f" JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id}"
+        return f"SELECT {selected} {source}{tail}"
 
     def _verified(
         self, db: GeneratedDatabase, plan: _Plan, sqls: list[str], combos: list[tuple]
