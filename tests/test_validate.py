@@ -225,6 +225,102 @@ def test_repeated_terms_cannot_both_be_reached(tmp_path):
     assert any("same term" in v.message for v in violations)
 
 
+# -- terms: the request's own words -------------------------------------------------------------
+
+
+def test_a_term_absent_from_the_request_is_reported(tmp_path):
+    folder = copy_corpus("ambrosia", tmp_path)
+    records = read_records(folder)
+    group = avts(records)[records[0]["avt_id"]]
+    for record in group:  # every sibling alike, so only the term check fires
+        record["ambiguities"][0]["term"] = "zeppelin hangar"
+    write_records(folder, records)
+    violations = validate_corpus(folder)
+    assert found(violations) == [("term_in_request", r["id"]) for r in group]
+    assert "'zeppelin hangar' does not occur in the request" in violations[0].message
+
+
+def test_a_term_occurring_only_inside_a_word_is_reported(tmp_path):
+    folder = copy_corpus("ambiqt", tmp_path)
+    records = read_records(folder)
+    group = avts(records)[records[0]["avt_id"]]
+    request = group[0]["spec"]["request"]
+    word = next(w.strip("?.,'") for w in request.split() if len(w.strip("?.,'")) > 5)
+    for record in group:  # a prefix of a request word: not the request's words
+        record["ambiguities"][0]["term"] = word[:4]
+    write_records(folder, records)
+    checks = {c for c, _ in found(validate_corpus(folder))}
+    assert "term_in_request" in checks
+
+
+@pytest.mark.parametrize(
+    ("term", "why"),
+    [("What's", "function words"), ("Please", "function words"), ("count", "SQL keywords"),
+     ("order by", "SQL keywords"), ("label = '+'", "SQL fragment")],
+)  # fmt: skip
+def test_function_word_and_sql_terms_are_reported(tmp_path, term, why):
+    folder = copy_corpus("ew_bird", tmp_path)
+    records = read_records(folder)
+    group = next(g for g in avts(records).values() if len(g[0]["ambiguities"]) == 1)
+    for record in group:  # every sibling alike; the term does occur in the request
+        record["spec"]["request"] = f"{record['spec']['request']} {term}"
+        record["ambiguities"][0]["term"] = term
+    write_records(folder, records)
+    violations = [v for v in validate_corpus(folder) if v.check != "canonical_question"]
+    assert found(violations) == [("term_words", r["id"]) for r in group]
+    assert why in violations[0].message
+
+
+def test_a_function_word_alias_is_reported(tmp_path):
+    folder = copy_corpus("bird_interact", tmp_path)
+    records = read_records(folder)
+    group = next(
+        g
+        for g in avts(records).values()
+        if any(a["kind"] == "critical" for a in g[0]["ambiguities"])
+    )
+    for record in group:
+        ambiguity = next(a for a in record["ambiguities"] if a["kind"] == "critical")
+        ambiguity["aliases"] = [*ambiguity["aliases"], "the"]
+    write_records(folder, records)
+    violations = [v for v in validate_corpus(folder) if v.check != "canonical_question"]
+    assert found(violations) == [("term_words", r["id"]) for r in group]
+    assert "alias 'the'" in violations[0].message
+
+
+def test_non_critical_terms_are_not_checked(tmp_path):
+    folder = copy_corpus("bird_interact", tmp_path)
+    records = read_records(folder)
+    group = next(
+        g for g in avts(records).values()
+        if any(a["kind"] == "non_critical" for a in g[0]["ambiguities"])
+    )  # fmt: skip
+    for record in group:
+        ambiguity = next(a for a in record["ambiguities"] if a["kind"] == "non_critical")
+        ambiguity["term"] = "sorting preference nowhere in the request"
+    write_records(folder, records)
+    assert "term_in_request" not in {c for c, _ in found(validate_corpus(folder))}
+
+
+def test_two_avts_with_the_same_request_and_database_are_reported(tmp_path):
+    folder = copy_corpus("taco", tmp_path)
+    records = read_records(folder)
+    groups = list(avts(records).values())
+    first, second = next(
+        (a, b)
+        for a in groups
+        for b in groups
+        if a is not b and a[0]["spec"]["database"] == b[0]["spec"]["database"]
+        and [x["term"] for x in a[0]["ambiguities"]] == [x["term"] for x in b[0]["ambiguities"]]
+    )  # fmt: skip
+    for record in second:
+        record["spec"] = json.loads(json.dumps(first[0]["spec"]))
+    write_records(folder, records)
+    violations = [v for v in validate_corpus(folder) if v.check == "duplicate_request"]
+    assert found(violations) == [("duplicate_request", second[0]["id"])]
+    assert first[0]["avt_id"] in violations[0].message
+
+
 def test_intent_oracle_needs_frozen_responses(tmp_path):
     folder = copy_corpus("ambrosia", tmp_path)
     records = read_records(folder)
@@ -386,5 +482,8 @@ def test_every_check_has_a_breaking_test():
         "reference_sql",
         "empty_result",
         "distinct_results",
+        "term_in_request",
+        "term_words",
+        "duplicate_request",
     }
     assert tested == set(CHECKS)
