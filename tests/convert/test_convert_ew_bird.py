@@ -264,3 +264,33 @@ def test_without_the_hook_every_evidence_row_is_kept(tmp_path):
     status, report = run_build("ew-bird", "--source", str(dev), "--out", str(tmp_path / "c"))
     assert status == 0, report
     assert report["records"] == 2 and report["dropped"] == {}
+
+
+def test_the_model_names_the_phrase_only_when_the_hint_names_none(tmp_path):
+    dev = tiny_bird(tmp_path)
+    row = {**SHOP_ROWS[0], "evidence": "price < 5"}  # pure SQL: no phrase of the question
+    (dev / "dev.json").write_text(json.dumps([row]))
+    asked = []
+
+    def reply(prompt: str) -> str:
+        if prompt.startswith("A database request is ambiguous"):
+            asked.append(prompt)
+            return "cheap"
+        if "Hints:" in prompt:
+            return "```sql\nSELECT COUNT(*) FROM items WHERE price < 5\n```"
+        return "```sql\nSELECT COUNT(*) FROM items\n```"
+
+    with ModelServer(reply) as server:
+        status, report = run_build(
+            "ew-bird", "--source", str(dev), "--out", str(tmp_path / "c"),
+            "--llm-url", server.url, "--model", "scripted-7b",
+        )  # fmt: skip
+    assert status == 0, report
+    assert len(asked) == 1 and "Note: price < 5" in asked[0]
+    (record,) = read_jsonl(tmp_path / "c" / "records.jsonl")
+    assert [a["term"] for a in record["ambiguities"]] == ["cheap"]
+    assert record["source"]["term_origin"] == {"hint_1": "llm"}
+    assert report["terms"]["origins"] == {"llm": 1}
+    # without the model the row has no term and is dropped
+    status, report = run_build("ew-bird", "--source", str(dev), "--out", str(tmp_path / "d"))
+    assert status == 1 and report["dropped"] == {"no_term_in_request": 1}
