@@ -13,6 +13,8 @@ database that would allow any of this.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -438,3 +440,38 @@ def test_unsafe_setups_are_refused(postgres_cluster, campaigns, database):  # no
     check_server_setup(postgres_cluster.dsn(dbname), role="camp_b")
     with _admin(postgres_cluster) as admin:
         admin.execute("DROP DATABASE isolation_unhardened")
+
+
+def test_a_crashed_duckdb_worker_does_not_break_the_reference_for_good():
+    # The same rule on every engine: a reference that failed because the engine process died
+    # (``runtime``) is run again, and cached only if it fails the same way twice.
+    corpus = load_corpus(CORPUS)
+    base = corpus.records[0]
+    slow = (
+        "SELECT g, g * g AS sq FROM generate_series(1, 5) t(g) "
+        "WHERE (SELECT count(*) FROM range(3000000000)) > 0"
+    )
+    verification = base.verification.model_copy(update={"reference_sql": slow})
+    record = base.model_copy(update={"id": "isolation-duckdb-crash", "verification": verification})
+    verifier = Verifier(corpus.open_engine)
+    engine = verifier.engine(record.verification.engine, record.verification.database)
+    outcome: dict = {}
+    thread = threading.Thread(
+        target=lambda: outcome.update(
+            v=verifier.verify(record, "SELECT g, g * g AS sq FROM generate_series(1, 5) t(g)")
+        )
+    )
+    try:
+        thread.start()
+        deadline = time.monotonic() + 20
+        while engine.worker_pid is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the reference is running now
+        assert thread.is_alive()
+        os.kill(engine.worker_pid, signal.SIGKILL)
+        thread.join(120)
+        restarts = engine.restarts
+    finally:
+        verifier.close()
+    assert restarts == 1
+    assert outcome["v"].reason == "match", outcome
