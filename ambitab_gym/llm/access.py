@@ -5,7 +5,10 @@
   SQL" switch (DESIGN section 6; paper Table 6).
 * :class:`NotesBuilder` - fills :class:`~ambitab_gym.llm.prompts.OracleNotes` from a record as a
   policy allows (segments and contexts cached per record).
-* :func:`resolve_term` - the registered ambiguity a ``labeled(...)`` route names.
+* :func:`resolve_term` - the registered ambiguity a ``labeled(...)`` route names, leniently: the
+  point whose intent the responder reads. Credits do not follow it but paper C.3
+  (:func:`ambitab_gym.oracles.routes.score_route`: an exact term first, else the names found in
+  the label, question, rationale and response).
 
 This module is on the privileged side of the trust boundary: it reads hidden record fields.
 """
