@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import sqlite3
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,6 +60,7 @@ _UNIQUE_CITIES = (
     "Raleigh, North Carolina",
     "Madison, Wisconsin",
 )
+_RESULT_CACHE = 4096
 #: Pairs of cities that share a name: the ambiguous values of the value-choice family.
 SHARED_NAME_CITIES = (
     ("Portland", "Portland, Oregon", "Portland, Maine"),
@@ -102,15 +104,29 @@ class GeneratedDatabase:
     tiers: tuple[str, ...]
     categories: tuple[str, ...]
     entity_count: int
-    results: dict[str, list[tuple]] = field(default_factory=dict)
+    results: OrderedDict[str, list[tuple]] = field(default_factory=OrderedDict)
+    quantiles: dict[tuple[str, float], float] = field(default_factory=dict)
 
     def execute(self, sql: str) -> list[tuple]:
-        """Rows of a trusted query on the in-memory copy (cached by SQL text)."""
+        """Rows of a trusted query on the in-memory copy (the last 4,096 cached by SQL text)."""
         rows = self.results.get(sql)
         if rows is None:
             rows = self.connection.execute(sql).fetchall()
             self.results[sql] = rows
+            if len(self.results) > _RESULT_CACHE:
+                self.results.popitem(last=False)
         return rows
+
+    def quantile(self, sql: str, q: float) -> float:
+        """The ``q`` quantile (the lower data point) of a one-column query's values, cached."""
+        key = (sql, round(q, 2))
+        value = self.quantiles.get(key)
+        if value is None:
+            values = [row[0] for row in self.execute(sql)]
+            value = float(np.quantile(values, key[1], method="lower"))
+            if len(self.quantiles) < _RESULT_CACHE:
+                self.quantiles[key] = value
+        return value
 
 
 def _quote(value: object) -> str:

@@ -145,8 +145,10 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def _distinct_quantiles(values: list[float], qs: tuple[float, float]) -> tuple[float, float] | None:
-    a, b = (float(np.quantile(values, q, method="lower")) for q in qs)
+def _distinct_quantiles(
+    db: GeneratedDatabase, sql: str, qs: tuple[float, float]
+) -> tuple[float, float] | None:
+    a, b = (db.quantile(sql, q) for q in qs)
     return (a, b) if a != b else None
 
 
@@ -246,8 +248,8 @@ def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> 
         ]
         term = d.top_term
         return Slot("vague", slug(term), term, "critical", _shuffled(rng, readings), term)
-    sizes = [row[0] for row in db.execute(f"SELECT {d.size_column} FROM {d.event_table}")]
-    thresholds = _distinct_quantiles(sizes, (float(rng.uniform(0.4, 0.6)), 0.8))
+    sizes = f"SELECT {d.size_column} FROM {d.event_table}"
+    thresholds = _distinct_quantiles(db, sizes, (round(float(rng.uniform(0.4, 0.6)), 2), 0.8))
     if thresholds is None:
         return None
     term = d.large_term
@@ -272,11 +274,9 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
     ``knowledge``), about people ("loyal customers") or things ("premium products")."""
     d = db.domain
     if entity:
-        counts = [
-            row[0]
-            for row in db.execute(f"SELECT COUNT(*) FROM {d.event_table} GROUP BY {d.entity_id}")
-        ]
-        thresholds = _distinct_quantiles(counts, (float(rng.uniform(0.35, 0.55)), 0.75))
+        counts = f"SELECT COUNT(*) FROM {d.event_table} GROUP BY {d.entity_id}"
+        low = round(float(rng.uniform(0.35, 0.55)), 2)
+        thresholds = _distinct_quantiles(db, counts, (low, 0.75))
         if thresholds is None:
             return None
         term = d.entity_knowledge_term
@@ -298,10 +298,10 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
                 )
             )
         return Slot("knowledge", slug(term), term, "knowledge", _shuffled(rng, readings), term)
-    values = [row[0] for row in db.execute(f"SELECT {d.item_value_column} FROM {d.item_table}")]
+    values = f"SELECT {d.item_value_column} FROM {d.item_table}"
     op = d.item_knowledge_op
     qs = (0.5, 0.75) if op == ">=" else (0.25, 0.5)
-    thresholds = _distinct_quantiles(values, qs)
+    thresholds = _distinct_quantiles(db, values, qs)
     if thresholds is None:
         return None
     bound = "at least" if op == ">=" else "at most"
