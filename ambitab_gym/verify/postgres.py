@@ -222,6 +222,7 @@ class PostgresEngine:
         self._pool = _Pool(make_conninfo(**self._params), pool_size, self._check_agent)
         self._references: _Pool | None = None
         self._lock = threading.Lock()
+        self._checked = False
 
     @staticmethod
     def _conninfo_params(dsn: str, dbname: str | None, connect_timeout_s: float) -> dict:
@@ -241,9 +242,13 @@ class PostgresEngine:
         return reference_role(self._agent_user) if self._agent_user else None
 
     def _check_agent(self, connection: _Connection) -> None:
+        # Once per engine: every connection of the pool logs in with the same parameters.
+        if self._checked:
+            return
         user = connection.execute("SELECT session_user::text").fetchone()[0]
         self._agent_user = self._agent_user or user
         problems = isolation_problems(connection, reference=self._reference_user())
+        self._checked = not problems
         if problems:
             raise QueryError(
                 "engine",

@@ -8,7 +8,7 @@
 * :func:`reference_role` - ``<reader>_reference``.
 * :func:`isolation_problems`, :func:`check_server_setup` - what would let an agent session
   disturb or observe other sessions (signal functions, activity and statistics views, role
-  memberships, server-log settings); the engine runs the same check on every new connection.
+  memberships, server-log settings); the engine runs the same check on its first connection.
 * :data:`DANGEROUS_ROLES` - roles that could escape a read-only transaction.
 
 Isolation (docs/security.md): in every corpus database the loader revokes from ``PUBLIC`` the
