@@ -11,7 +11,7 @@ import json
 import sqlite3
 
 import pytest
-from convert_helpers import ModelServer, read_jsonl, run_build, tiny_bird
+from convert_helpers import ModelServer, oracle_credits, read_jsonl, run_build, tiny_bird
 
 from ambitab_gym.corpora import BUNDLED_DIR
 from ambitab_gym.records import parse_record
@@ -108,6 +108,12 @@ def test_released_terms_are_checked_against_the_request(release, tmp_path):
         assert built[sibling["id"]]["source"]["term_origin"][ambiguity["id"]] == "relocated"
     assert broken["id"] not in built and stop["id"] not in built
     assert validate_corpus(tmp_path / "c") == []
+    # the knowledge oracle of the built corpus credits a question naming the request's phrase
+    ident = first["ambiguities"][0]["id"]
+    out = tmp_path / "c"
+    assert oracle_credits(out, first["id"], f"What do you mean by '{term}'?") == {ident}
+    assert oracle_credits(out, first["id"], "What do you mean by 'the'?") == frozenset()
+    assert oracle_credits(out, first["id"], "What do you mean by 'of our'?") == frozenset()
 
 
 def test_released_files_without_databases_are_dropped(release, tmp_path):
