@@ -475,3 +475,27 @@ def test_a_crashed_duckdb_worker_does_not_break_the_reference_for_good():
         verifier.close()
     assert restarts == 1
     assert outcome["v"].reason == "match", outcome
+
+
+def test_pg_stat_statements_is_closed_where_it_is_installed(postgres_cluster, campaigns, database):  # noqa: F811
+    dbname = database_name(CORPUS, database)
+    with _admin(postgres_cluster, dbname) as admin:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    try:
+        # Installed after the load: PostgreSQL grants its view to PUBLIC, and the check says so.
+        with pytest.raises(UnsafeServerSetup, match="pg_stat_statements"):
+            check_server_setup(postgres_cluster.dsn(dbname), role="camp_a")
+        load_corpus_databases(load_corpus(CORPUS), postgres_cluster.dsn(), reader="camp_a")
+        check_server_setup(postgres_cluster.dsn(dbname), role="camp_a")
+        engine = PostgresEngine(campaigns["camp_a"], dbname=dbname)
+        try:
+            attempts = [
+                _attempt(engine, "SELECT query FROM pg_stat_statements"),
+                _attempt(engine, "SELECT query FROM pg_stat_statements(true)"),
+            ]
+        finally:
+            engine.close()
+        assert [category for category, _ in attempts] == ["rejected", "rejected"], attempts
+    finally:
+        with _admin(postgres_cluster, dbname) as admin:
+            admin.execute("DROP EXTENSION IF EXISTS pg_stat_statements")

@@ -169,6 +169,11 @@ def load_corpus_databases(
     """
     admin = conninfo_to_dict(admin_dsn)
     reference = reference_role(reader)
+    if len(reference.encode()) > 63:  # PostgreSQL would silently cut the name
+        raise ValueError(
+            f"reader name {reader!r} is too long: {reference!r} must fit PostgreSQL's 63-byte "
+            "identifiers; choose a shorter reader name"
+        )
     with psycopg.connect(admin_dsn, autocommit=True) as connection:
         _ensure_reader(connection, reader, reader_password, reference=reference)
         _ensure_reader(connection, reference, reader_password, reference=None)
@@ -332,18 +337,27 @@ def _grant_database(
                             sql.Identifier(schema), role
                         )
                     )
-            _harden(target)
+            _harden(target, readers)
         problems = isolation_problems(target, role=readers[0], reference=readers[1])
     if problems:
         raise UnsafeServerSetup([f"database {name!r}: {problem}" for problem in problems])
 
 
-def _harden(connection: psycopg.Connection) -> None:
-    """Revoke from PUBLIC the built-in functions and views that reach other sessions."""
+def _harden(connection: psycopg.Connection, readers: tuple[str, str]) -> None:
+    """Revoke the functions and views that reach other sessions from PUBLIC and both roles.
+
+    (From the roles too: ``GRANT SELECT ON ALL TABLES IN SCHEMA public`` also grants the views
+    of an extension installed there, such as ``pg_stat_statements``.)
+    """
+    grantees = sql.SQL(", ").join(
+        [sql.SQL("PUBLIC"), *(sql.Identifier(reader) for reader in readers)]
+    )
     for (function,) in connection.execute(_GUARDED_FUNCTIONS).fetchall():
-        connection.execute(sql.SQL(f"REVOKE EXECUTE ON FUNCTION {function} FROM PUBLIC"))
+        connection.execute(
+            sql.SQL(f"REVOKE EXECUTE ON FUNCTION {function} FROM {{}}").format(grantees)
+        )
     for (relation,) in connection.execute(_GUARDED_RELATIONS).fetchall():
-        connection.execute(sql.SQL(f"REVOKE SELECT ON {relation} FROM PUBLIC"))
+        connection.execute(sql.SQL(f"REVOKE SELECT ON {relation} FROM {{}}").format(grantees))
 
 
 _ROLE_CHECK = """
