@@ -429,6 +429,19 @@ def test_unsafe_setups_are_refused(postgres_cluster, campaigns, database):  # no
     # One fix is not enough; an admin sees the remaining problems for the role.
     with pytest.raises(UnsafeServerSetup, match="pg_terminate_backend"):
         check_server_setup(postgres_cluster.dsn("isolation_unhardened"), role="camp_a")
+    # A SECURITY DEFINER function (it would run agent SQL with its owner's, a superuser's,
+    # privileges).
+    with _admin(postgres_cluster, dbname) as admin:
+        admin.execute(
+            "CREATE FUNCTION isolation_definer() RETURNS int LANGUAGE sql SECURITY DEFINER "
+            "AS 'SELECT 1'"
+        )
+    try:
+        with pytest.raises(UnsafeServerSetup, match="SECURITY DEFINER"):
+            check_server_setup(postgres_cluster.dsn(dbname), role="camp_b")
+    finally:
+        with _admin(postgres_cluster, dbname) as admin:
+            admin.execute("DROP FUNCTION isolation_definer()")
     # A role whose errors would reach the server log.
     with _admin(postgres_cluster) as admin:
         admin.execute("ALTER ROLE camp_b RESET log_min_messages")

@@ -384,8 +384,9 @@ def isolation_problems(
     ``pg_stat_scan_tables``, ``pg_monitor`` or of the ``reference`` role; it cannot execute
     ``pg_cancel_backend``/``pg_terminate_backend``, any ``pg_stat_*`` function,
     ``pg_lock_status`` or ``pg_blocking_pids``; it cannot read any ``pg_stat_*``/``pg_statio_*``
-    view (``pg_stat_statements`` included, wherever it is installed) or ``pg_locks``; and its
-    role settings keep agent-sized messages out of the server log.
+    view (``pg_stat_statements`` included, wherever it is installed) or ``pg_locks``; it cannot
+    call a ``SECURITY DEFINER`` function outside the system schemas; and its role settings keep
+    agent-sized messages out of the server log.
 
     Args:
         connection: any connection to the database to check (the agent's own, or an admin's).
@@ -441,6 +442,18 @@ def isolation_problems(
             f"role {name!r} may use {', '.join(observers[:6])}{more}, which show other "
             f"sessions' query text, locks or table statistics; {fix} (or REVOKE EXECUTE/SELECT "
             "on them FROM PUBLIC in this database)"
+        )
+    definers = connection.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p "
+        "JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+        f"AND has_function_privilege({who_literal}, p.oid, 'EXECUTE') ORDER BY 1"
+    ).fetchall()
+    if definers:
+        listed = ", ".join(item for (item,) in definers[:6])
+        problems.append(
+            f"role {name!r} may call SECURITY DEFINER functions ({listed}), which run with their "
+            "owner's privileges; REVOKE EXECUTE on them FROM PUBLIC (and the role)"
         )
     settings = dict(item.split("=", 1) for item in config if "=" in item)
     for setting in ("log_min_messages", "log_min_error_statement"):
