@@ -31,7 +31,13 @@ import ambitab_gym
 from ambitab_gym import STOP
 from ambitab_gym.cli import main
 from ambitab_gym.corpora import load_corpus
-from ambitab_gym.generate import TEST_DOMAINS, TRAIN_DOMAINS, GeneratorConfig, TaskGenerator
+from ambitab_gym.generate import (
+    TEST_DOMAINS,
+    TRAIN_DOMAINS,
+    DatabasePool,
+    GeneratorConfig,
+    TaskGenerator,
+)
 from ambitab_gym.generate.corpus import write_corpus
 from ambitab_gym.policies.interpretation import InterpretationSolver
 from ambitab_gym.policies.scripted import FullAsker, NoneAsker
@@ -209,6 +215,19 @@ def test_generator_is_reproducible_and_takes_a_generator():
     one = a.generate(np.random.default_rng(1))
     two = b.generate(np.random.default_rng(1))
     assert one.records == two.records
+
+
+def test_a_shared_database_pool_changes_no_task():
+    pool = DatabasePool()
+    shared = [TaskGenerator(pool=pool, domains=d) for d in ("train", "test")]
+    alone = [TaskGenerator(domains=d) for d in ("train", "test")]
+    for seed in range(30):
+        for a, b in zip(shared, alone, strict=True):
+            assert a.generate(seed).records == b.generate(seed).records
+    assert 0 < len(pool) <= 6 * 16
+    envs = [gym.make("AmbiTab-Procedural-v0", pool=pool) for _ in range(2)]
+    first = [env.reset(seed=9)[0]["task"] for env in envs]
+    assert first[0] == first[1] == gym.make("AmbiTab-Procedural-v0").reset(seed=9)[0]["task"]
 
 
 def test_config_rejects_bad_options():

@@ -157,7 +157,7 @@ def test_vague_large_orders_threshold():
 
 
 def test_knowledge_loyal_customers_masked_evidence():
-    task = example("knowledge", 5)
+    task = example("knowledge", 8)
     first = task.records[0]
     assert first.spec.request == "How many orders by loyal customers?"
     (ambiguity,) = first.ambiguities
@@ -168,20 +168,23 @@ def test_knowledge_loyal_customers_masked_evidence():
     )
     assert readings(task) == [
         (
-            "loyal customers are customers with at least 10 orders",
-            "I mean customers who have at least 10 orders on record.",
-            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=10)}",
+            "loyal customers are customers with at least 8 orders",
+            "I mean customers who have at least 8 orders on record.",
+            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=8)}",
         ),
         (
-            "loyal customers are customers with at least 3 orders",
-            "I mean customers who have at least 3 orders on record.",
-            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=3)}",
+            "loyal customers are customers with at least 5 orders",
+            "I mean customers who have at least 5 orders on record.",
+            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=5)}",
         ),
     ]
     assert [r.ambiguities[0].evidence for r in task.records] == [
-        "loyal customers refers to customers with COUNT(order_id) >= 10",
-        "loyal customers refers to customers with COUNT(order_id) >= 3",
+        "loyal customers refers to customers with COUNT(order_id) >= 8",
+        "loyal customers refers to customers with COUNT(order_id) >= 5",
     ]
+    # both thresholds leave some customers out and let some in
+    counts = [n for (n,) in one(task, "SELECT COUNT(*) FROM orders GROUP BY customer_id")]
+    assert min(counts) < 5 <= 8 <= max(counts)
     # masked: the evidence is withheld from the visible external knowledge
     assert first.spec.external_knowledge == ("The data runs until 30 June 2024.",)
 
@@ -189,24 +192,22 @@ def test_knowledge_loyal_customers_masked_evidence():
 def test_knowledge_premium_products_on_items():
     task = example("knowledge", 1)
     first = task.records[0]
-    assert first.spec.request == (
-        "Which are the 4 customers with the highest total quantity for premium products?"
-    )
-    rank = "GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 4"
+    assert first.spec.request == "Show the total quantity of orders for premium products."
     assert readings(task) == [
         (
-            "premium products are products whose unit price is at least 81.42",
-            "I mean products with a unit price of at least 81.42.",
-            f"SELECT c.name {ECP} WHERE p.unit_price >= 81.42 {rank}",
+            "premium products are products whose unit price is at least 147.56",
+            "I mean products with a unit price of at least 147.56.",
+            f"SELECT SUM(e.quantity) {EP} WHERE p.unit_price >= 147.56",
         ),
         (
-            "premium products are products whose unit price is at least 27.82",
-            "I mean products with a unit price of at least 27.82.",
-            f"SELECT c.name {ECP} WHERE p.unit_price >= 27.82 {rank}",
+            "premium products are products whose unit price is at least 34.4",
+            "I mean products with a unit price of at least 34.4.",
+            f"SELECT SUM(e.quantity) {EP} WHERE p.unit_price >= 34.4",
         ),
     ]
-    prices = {p for (p,) in one(task, "SELECT unit_price FROM products")}
-    assert {81.42, 27.82} <= prices
+    # the thresholds are prices of the data (the median and the upper quartile)
+    prices = sorted(p for (p,) in one(task, "SELECT unit_price FROM products"))
+    assert {147.56, 34.4} <= set(prices)
 
 
 def test_choice_city_name_two_cities_share():
@@ -250,8 +251,7 @@ def test_choice_city_name_two_cities_share():
                 (
                     "the calendar year 2023, from January to December",
                     "I mean the calendar year 2023.",
-                    f"SELECT COUNT(*) {E} WHERE e.order_date BETWEEN '2023-01-01' AND "
-                    "'2023-12-31'",
+                    f"SELECT COUNT(*) {E} WHERE e.order_date BETWEEN '2023-01-01' AND '2023-12-31'",
                 ),
             ],
         ),

@@ -19,6 +19,7 @@ from ambitab_gym.generate.domains import DOMAINS, TEST_DOMAINS, TRAIN_DOMAINS, D
 from ambitab_gym.generate.families import FAMILIES
 from ambitab_gym.generate.tasks import (
     GENERATOR_VERSION,
+    DatabasePool,
     GeneratedTask,
     GeneratorConfig,
     TaskGenerator,
@@ -26,6 +27,7 @@ from ambitab_gym.generate.tasks import (
 
 __all__ = [
     "DOMAINS",
+    "DatabasePool",
     "FAMILIES",
     "GENERATOR_VERSION",
     "TEST_DOMAINS",

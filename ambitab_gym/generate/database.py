@@ -178,34 +178,40 @@ def build_database(
     full_names = [f"{f} {s}" for f in _FIRST_NAMES for s in _LAST_NAMES]
     people_names = [full_names[i] for i in rng.choice(len(full_names), n_people, replace=False)]
     tier_weights = rng.dirichlet(np.full(3, 4.0))
-    people = []
-    for i in range(n_people):
-        # the first eight people cover every city, so both shared-name cities have someone
-        city = (
-            city_values[i]
-            if i < len(city_values)
-            else city_values[int(rng.choice(len(city_values), p=city_weights))]
+    # the first eight people cover every city, so both shared-name cities have someone
+    n_cities = len(city_values)
+    city_index = np.concatenate(
+        [np.arange(n_cities), rng.choice(n_cities, size=n_people - n_cities, p=city_weights)]
+    )
+    tiers = rng.choice(3, size=n_people, p=tier_weights)
+    joined = rng.integers(2012, 2024, size=n_people)
+    people = [
+        (
+            i + 1,
+            people_names[i],
+            city_values[city_index[i]],
+            d.tier_values[tiers[i]],
+            int(joined[i]),
         )
-        tier = d.tier_values[int(rng.choice(3, p=tier_weights))]
-        joined = int(rng.integers(2012, 2024))
-        people.append((i + 1, people_names[i], city, tier, joined))
+        for i in range(n_people)
+    ]
 
-    # items: unique names from two parts, categories, a numeric value
+    # items: unique names from two parts, categories (each one at least once), a numeric value
     first, second = d.item_name_parts
     combos = [f"{a} {b}" for a in first for b in second]
     item_names = [combos[i] for i in rng.choice(len(combos), n_items, replace=False)]
+    n_categories = len(d.category_values)
+    category_index = np.concatenate(
+        [np.arange(n_categories), rng.integers(n_categories, size=n_items - n_categories)]
+    )
     low, high = d.item_value_range
-    items = []
-    for i in range(n_items):
-        category = (
-            d.category_values[i % len(d.category_values)]
-            if i < 5
-            else d.category_values[int(rng.integers(len(d.category_values)))]
-        )
-        value = float(np.exp(rng.uniform(np.log(max(low, 1.0)), np.log(high))))
-        if d.item_value_column not in ("unit_price", "replacement_cost"):
-            value = float(round(value))
-        items.append((i + 1, item_names[i], category, float(round(value, 2))))
+    values = np.exp(rng.uniform(np.log(max(low, 1.0)), np.log(high), size=n_items))
+    if d.item_value_column not in ("unit_price", "replacement_cost"):
+        values = np.round(values)
+    items = [
+        (i + 1, item_names[i], d.category_values[category_index[i]], float(round(values[i], 2)))
+        for i in range(n_items)
+    ]
 
     # events: Zipf-like activity, log-normal measure, skewed size
     activity = 1.0 / np.arange(1, n_people + 1) ** 0.8
@@ -222,24 +228,24 @@ def build_database(
     sizes = np.clip(
         np.round(s_low + rng.gamma(2.0, (s_high - s_low) / 6.0, n_events)), s_low, s_high
     ).astype(int)
-    events = []
-    for i in range(n_events):
-        person = int(rng.choice(n_people, p=activity)) + 1
-        item = int(rng.integers(n_items)) + 1
-        day = FIRST_DAY + _dt.timedelta(days=int(rng.integers(span + 1)))
-        status = d.status_values[int(rng.choice(4, p=status_weights))]
-        events.append(
-            (
-                i + 1,
-                person,
-                item,
-                day.isoformat(),
-                float(measures[i]),
-                float(resampled[i]),
-                int(sizes[i]),
-                status,
-            )
+    persons = rng.choice(n_people, size=n_events, p=activity) + 1
+    things = rng.integers(n_items, size=n_events) + 1
+    days = rng.integers(span + 1, size=n_events)
+    statuses = rng.choice(4, size=n_events, p=status_weights)
+    dates = [(FIRST_DAY + _dt.timedelta(days=int(k))).isoformat() for k in range(span + 1)]
+    events = [
+        (
+            i + 1,
+            int(persons[i]),
+            int(things[i]),
+            dates[days[i]],
+            float(measures[i]),
+            float(resampled[i]),
+            int(sizes[i]),
+            d.status_values[statuses[i]],
         )
+        for i in range(n_events)
+    ]
 
     a, b = d.measure_columns
     creates = [

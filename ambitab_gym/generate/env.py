@@ -19,7 +19,7 @@ from gymnasium import spaces
 from ambitab_gym.env import AmbiTabEnv
 from ambitab_gym.generate.corpus import ProceduralCorpus
 from ambitab_gym.generate.families import FAMILIES
-from ambitab_gym.generate.tasks import GeneratorConfig, TaskGenerator
+from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
 from ambitab_gym.oracles import deterministic_oracle
 from ambitab_gym.policies.interpretation import InterpretationSolver
 from ambitab_gym.records import TaskRecord
@@ -50,6 +50,9 @@ class ProceduralEnv(AmbiTabEnv):
         oracle_kind: the deterministic oracle the records are written for (``intent`` or
             ``knowledge``); ``oracle=`` still replaces the oracle itself.
         keep: recent AVTs held for replay and for the interpretation solver.
+        pool: a :class:`~ambitab_gym.generate.tasks.DatabasePool` shared by the envs of a
+            vector env, so that each database is built once (a database depends only on its
+            name and ``database_seed``, so sharing never changes a task).
         solver: any solver, or ``"interpretation"`` for :class:`ProceduralInterpretationSolver`
             (implies ``mode="solver"``).
         **kwargs: every other :class:`AmbiTabEnv` argument (``oracle``, ``solver``, ``mode``,
@@ -80,6 +83,7 @@ class ProceduralEnv(AmbiTabEnv):
         database_seed: int = 0,
         oracle_kind: str = "intent",
         keep: int = 64,
+        pool: DatabasePool | None = None,
         **kwargs: Any,
     ) -> None:
         for name in ("corpus", "split", "record_ids", "engine", "engine_options"):
@@ -97,7 +101,7 @@ class ProceduralEnv(AmbiTabEnv):
             database_seed=database_seed,
             oracle=oracle_kind,  # type: ignore[arg-type]
         )
-        self.generator = TaskGenerator(config)
+        self.generator = TaskGenerator(config, pool=pool)
         corpus = ProceduralCorpus(self.generator, keep=keep, limits=kwargs.get("limits"))
         corpus.add(self.generator.generate(0))  # the base env wants one record to start
         if kwargs.get("solver") == "interpretation":

@@ -30,7 +30,13 @@ from ambitab_gym.generate.domains import DOMAINS, TRAIN_DOMAINS, resolve_domains
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.verify.compare import normalize_rows
 
-__all__ = ["GENERATOR_VERSION", "GeneratedTask", "GeneratorConfig", "TaskGenerator"]
+__all__ = [
+    "GENERATOR_VERSION",
+    "DatabasePool",
+    "GeneratedTask",
+    "GeneratorConfig",
+    "TaskGenerator",
+]
 
 #: Bumped whenever the same seed would produce different tasks.
 GENERATOR_VERSION = "1"
@@ -147,11 +153,40 @@ class _Plan:
     distractors: list[str] = field(default_factory=list)
 
 
+class DatabasePool:
+    """Built databases by ``(domain, index, database_seed)``; share one between generators (the
+    envs of a vector env) to build each database once. A database is a pure function of its
+    key, so sharing never changes a task.
+
+    >>> pool = DatabasePool()
+    >>> pool.get("retail", 0, 0) is pool.get("retail", 0, 0), len(pool)
+    (True, 1)
+    """
+
+    def __init__(self) -> None:
+        self._databases: dict[tuple[str, int, int], GeneratedDatabase] = {}
+
+    def __len__(self) -> int:
+        return len(self._databases)
+
+    def get(self, domain: str, index: int, database_seed: int = 0) -> GeneratedDatabase:
+        """The database (built on first use)."""
+        key = (domain, int(index), int(database_seed))
+        db = self._databases.get(key)
+        if db is None:
+            number = list(DOMAINS).index(domain)
+            rng = np.random.default_rng([int(database_seed), number, int(index), 7919])
+            db = build_database(DOMAINS[domain], int(index), seed=rng)
+            self._databases[key] = db
+        return db
+
+
 class TaskGenerator:
     """Draws verified AVTs over synthetic SQLite databases.
 
     Args:
         config: a :class:`GeneratorConfig` (default: every family and domain, m in 0..3).
+        pool: a :class:`DatabasePool` to share (default: its own).
         **overrides: fields of the config to replace.
 
     Example:
@@ -166,10 +201,16 @@ class TaskGenerator:
         True
     """
 
-    def __init__(self, config: GeneratorConfig | None = None, **overrides) -> None:
+    def __init__(
+        self,
+        config: GeneratorConfig | None = None,
+        *,
+        pool: DatabasePool | None = None,
+        **overrides,
+    ) -> None:
         config = config or GeneratorConfig()
         self.config = replace(config, **overrides) if overrides else config
-        self._databases: dict[tuple[str, int], GeneratedDatabase] = {}
+        self.pool = pool if pool is not None else DatabasePool()
 
     def configure(self, **overrides) -> GeneratorConfig:
         """Replace config fields (a curriculum step); databases stay cached."""
@@ -180,14 +221,7 @@ class TaskGenerator:
 
     def database(self, domain: str, index: int) -> GeneratedDatabase:
         """The ``index``-th database of a domain's pool (built once, then cached)."""
-        key = (domain, int(index))
-        db = self._databases.get(key)
-        if db is None:
-            number = list(DOMAINS).index(domain)
-            rng = np.random.default_rng([self.config.database_seed, number, int(index), 7919])
-            db = build_database(DOMAINS[domain], int(index), seed=rng)
-            self._databases[key] = db
-        return db
+        return self.pool.get(domain, index, self.config.database_seed)
 
     def database_by_name(self, name: str) -> GeneratedDatabase:
         """A pool database by its name (``retail_03``)."""
