@@ -21,10 +21,12 @@ import threading
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import psycopg
 import pytest
 from postgres_cluster import postgres_cluster  # noqa: F401  (the fixture)
 
+import ambitab_gym
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify import Limits, Verifier
 from ambitab_gym.verify.base import MAX_MESSAGE_CHARS, QueryError
@@ -512,3 +514,49 @@ def test_pg_stat_statements_is_closed_where_it_is_installed(postgres_cluster, ca
     finally:
         with _admin(postgres_cluster, dbname) as admin:
             admin.execute("DROP EXTENSION IF EXISTS pg_stat_statements")
+
+
+def test_an_attacking_env_does_not_change_another_campaigns_rewards(campaigns):
+    # The scenario through the public env API: while one env's agent keeps trying to
+    # cancel or terminate every backend on the server (pids guessed, as pg_stat_activity is
+    # closed), a perfect agent in another campaign's env still succeeds on every record.
+    env_id = "AmbiTab-BIRD-Interact-v0"
+    assert ambitab_gym.STOP  # the import registers the env ids
+    records = [r for r in load_corpus(CORPUS).records if r.m > 0][:8]
+
+    def make(campaign: str):
+        options = {"dsn": campaigns[campaign]}
+        return gym.make(env_id, engine="postgres", engine_options=options, mode="agent")
+
+    victim, attacker = make("camp_b"), make("camp_a")
+    attacks = [
+        "SELECT count(*) FILTER (WHERE pg_cancel_backend(p)) FROM generate_series(1, 4194304) p",
+        "SELECT count(*) FILTER (WHERE pg_terminate_backend(p)) FROM generate_series(1, 4194304) p",
+        "SELECT string_agg(query, ';') FROM pg_stat_activity",
+    ]
+    stop = threading.Event()
+    verdicts: list[str] = []
+
+    def attack() -> None:
+        while not stop.is_set():
+            for sql in attacks:
+                attacker.reset(options={"record_id": records[0].id})
+                attacker.step(ambitab_gym.STOP)
+                verdicts.append(attacker.step(sql)[4]["verdict_reason"])
+
+    thread = threading.Thread(target=attack)
+    try:
+        thread.start()
+        successes = []
+        for record in records:
+            victim.reset(options={"record_id": record.id})
+            victim.step(ambitab_gym.STOP)
+            _, reward, terminated, _, info = victim.step(record.verification.reference_sql)
+            successes.append((record.id, terminated, info["success"]))
+    finally:
+        stop.set()
+        thread.join(60)
+        victim.close()
+        attacker.close()
+    assert successes == [(record.id, True, True) for record in records]
+    assert len(verdicts) >= len(attacks) and set(verdicts) == {"rejected"}, verdicts
