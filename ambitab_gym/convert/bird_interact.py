@@ -50,6 +50,7 @@ from ambitab_gym.convert.common import (
     sha256_file,
     slug,
     term_problem,
+    trim_phrase,
 )
 from ambitab_gym.convert.duckdb_scripts import pg_dump_to_duckdb_script, sqlite_to_duckdb_script
 from ambitab_gym.records import parse_record
@@ -216,6 +217,7 @@ def _locate(request: str, names: list[str], taken: list[Span]) -> tuple[Span, bo
     for stem in (False, True):
         for name in names:
             span = find_phrase(request, name, stem=stem)
+            span = trim_phrase(request, span) if span is not None else None
             if (
                 span is not None
                 and term_problem(span.phrase) is None

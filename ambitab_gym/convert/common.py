@@ -870,6 +870,28 @@ def extend_phrase(text: str, span: Span, *, left: bool = True, right: bool = Tru
     return _span(text, tokens[first : last + 1])
 
 
+def trim_phrase(text: str, span: Span) -> Span | None:
+    """A span without function words at its edges (None when nothing else is left).
+
+    >>> text = "List the superheroes from Marvel Comics."
+    >>> trim_phrase(text, find_phrase(text, "the superheroes from Marvel Comics")).phrase
+    'superheroes from Marvel Comics'
+    >>> trim_phrase("Which hero?", Span(0, 10, "Which hero")).phrase
+    'hero'
+    >>> trim_phrase("What is Copycat's race?", Span(8, 15, "Copycat")).phrase
+    'Copycat'
+    >>> trim_phrase("of the", Span(0, 6, "of the")) is None
+    True
+    """
+    inside = [t for t in _tokens(text) if span.start <= t[1] < span.end]
+    tokens = _trim(inside)
+    if not tokens:
+        return None
+    out = _span(text, tokens)
+    end = min(out.end, span.end)
+    return Span(out.start, end, text[out.start : end])
+
+
 def diff_phrase(question: str, readings: list[str]) -> Span | None:
     """The request's phrase its readings disagree on: the longest run of the question's words
     that no reading repeats (plurals tolerated), trimmed of function words.

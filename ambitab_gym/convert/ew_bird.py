@@ -45,6 +45,7 @@ from ambitab_gym.convert.common import (
     read_json_or_jsonl,
     sha256_file,
     term_problem,
+    trim_phrase,
 )
 from ambitab_gym.records import TaskRecord, parse_record
 
@@ -175,7 +176,8 @@ def locate_hint(hint: str, question: str) -> TermChoice | None:
     if usable:
         attempts.append((common_phrase(question, left, stem=True), ()))
     attempts.append((common_phrase(question, hint, stem=True), (column,) if column else ()))
-    for span, aliases in attempts:
+    for found, aliases in attempts:
+        span = trim_phrase(question, found) if found is not None else None
         if span is None or term_problem(span.phrase) is not None:
             continue
         if find_term(question, span.phrase) is None:
