@@ -840,9 +840,12 @@ def extend_phrase(text: str, span: Span, *, left: bool = True, right: bool = Tru
     """Widen a span to the whole phrase around it: to whole words, then over adjacent words
     that are not function words (no punctuation between).
 
-    >>> text = "Which classes does each streaming service offer?"
-    >>> extend_phrase(text, Span(19, 33, "each streaming"), left=False).phrase
-    'each streaming service offer'
+    It knows no parts of speech: a verb right after a noun is taken too, so converters bound
+    the extension with their annotations (Ambrosia's readings, the annotation's own words).
+
+    >>> text = "List the streaming service names."
+    >>> extend_phrase(text, Span(9, 18, "streaming"), left=False).phrase
+    'streaming service names'
     >>> extend_phrase("How many carcinogenic molecules?", Span(9, 21, "carcinogenic")).phrase
     'carcinogenic molecules'
     >>> extend_phrase("the e-mail of students", Span(4, 6, "e-")).phrase
