@@ -88,13 +88,11 @@ KEPT_SPLITS = frozenset({"test", "train", "validation", "dev", ""})
 
 _QUANTIFIER = re.compile(r"\b(?:each|every|all(?:\s+(?:the|of\s+the))?|any|both)\s+", re.IGNORECASE)
 _MODIFIER = (
-    r"(?:with|without|that|who|which|having|in|on|at|from|of|for|near|located|offering|serving|"
-    r"selling|providing|whose)"
+    r"(?:with|without|that|who|which|having|in|on|at|from|of|for|near|whose|"
+    r"[a-z]{2,}(?:ed|ing)|born|made|known|held|built|written|taken|given|led|sold|kept|found|"
+    r"shown|seen|run)"  # participles: "born in 1970", "located in Boston", "offering yoga"
 )
-_ATTACHMENT = re.compile(
-    r"\b[\w-]+\s+(?:and|or)\s+(?:[\w-]+\s+){0,3}?[\w-]+\s+(" + _MODIFIER + r"\b[^?.!,;]*)",
-    re.IGNORECASE,
-)
+_MODIFIER_WORD = re.compile(_MODIFIER)
 
 
 def split_gold_queries(cell: str) -> list[str]:
@@ -184,18 +182,22 @@ def _ends_clause(text: str, position: int) -> bool:
 
 def _attachment_span(question: str) -> Span | None:
     """The modifier whose attachment is ambiguous ("with a pool" in "hotels and restaurants
-    with a pool"), up to the end of its clause."""
-    found = _ATTACHMENT.search(question)
-    if not found:
-        return None
-    start, end = found.span(1)
-    words = _tokens(question[start:end])
-    while words and is_stop_word(words[-1].group(0)) and len(words) > 1:
-        words.pop()
-    if not words:
-        return None
-    end = start + words[-1].end()
-    return Span(start, end, question[start:end])
+    with a pool"): the first modifier word within four words after "and"/"or" (after at least
+    one word), up to the end of its clause."""
+    words = _tokens(question)
+    for index, word in enumerate(words):
+        if word.group(0).lower() not in {"and", "or"}:
+            continue
+        for later in words[index + 2 : index + 6]:
+            if _MODIFIER_WORD.fullmatch(later.group(0).lower()):
+                start = later.start()
+                end = start + len(re.split(r"[?.!,;]", question[start:], maxsplit=1)[0])
+                clause = _tokens(question[start:end])
+                while len(clause) > 1 and is_stop_word(clause[-1].group(0)):
+                    clause.pop()
+                end = start + clause[-1].end()
+                return Span(start, end, question[start:end])
+    return None
 
 
 def ambiguity_term(question: str, ambig_type: str, readings: list[str]) -> TermChoice | None:
@@ -227,6 +229,8 @@ def ambiguity_term(question: str, ambig_type: str, readings: list[str]) -> TermC
     >>> ambiguity_term("What's the most popular shop?", "vague",
     ...     ["What is the shop with most customers?", "What is the shop with the best rating?"]).term
     'popular'
+    >>> ambiguity_term("Name the screenwriters and directors born in 1970.", "attachment", []).term
+    'born in 1970'
     >>> ambiguity_term("Show them in one table.", "attachment", []) is None
     True
     """
