@@ -436,6 +436,10 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             if _truthy(row.get("is_ambiguous")):
                 conversion.drops.append(Drop(key, "unknown_split", f"split {row.get('split')!r}"))
             continue
+        missing = [f for f in ("question", "gold_queries", "db_file", "db_dump") if not row.get(f)]
+        if missing:
+            conversion.drops.append(malformed(key, KeyError(f"empty field(s) {missing}")))
+            continue
         kept_rows.append(row)
     rows = kept_rows
     names = _database_names([r["db_file"] for r in rows])

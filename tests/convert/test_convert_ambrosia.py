@@ -255,3 +255,16 @@ def test_splits_are_database_disjoint_and_near_twenty_percent():
         for k in range(8)
     }
     assert len(draws) > 1  # the seed decides which databases are held out
+
+
+def test_a_row_with_empty_fields_is_a_counted_drop(tmp_path):
+    source = write_ambrosia_csv(tmp_path / "upstream")
+    with source.open("a", newline="", encoding="utf-8") as handle:
+        handle.write('"Which gyms are big?",,,vague\n')  # a short row: db_file, dump, ... missing
+    status, report = run_build("ambrosia", "--source", str(source), "--out", str(tmp_path / "c"))
+    assert status == 0, report
+    assert report["dropped"]["malformed_item"] == 1
+    (drop,) = [
+        d for d in read_jsonl(tmp_path / "c" / "dropped.jsonl") if d["reason"] == "malformed_item"
+    ]
+    assert drop["item"] == "ambrosia.csv:row27" and "db_file" in drop["detail"]
