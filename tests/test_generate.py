@@ -331,6 +331,21 @@ def test_procedural_env_with_the_question_menu():
     env.step(0)  # stop
 
 
+def test_procedural_env_holds_only_recent_avts():
+    env = gym.make("AmbiTab-Procedural-v0", keep=3, ambiguities=(1, 2)).unwrapped
+    ids = []
+    for seed in range(10):
+        env.reset(seed=seed)
+        ids.append(env.record.id)
+    corpus = env.corpus
+    assert len(corpus.avts) == 3
+    assert corpus.records == [r for avt in corpus.avts.values() for r in avt]
+    env.reset(options={"record_id": ids[-1]})  # a recent record replays
+    assert env.record.id == ids[-1]
+    with pytest.raises(ValueError, match="last 3 generated"):
+        env.reset(options={"record_id": ids[0]})
+
+
 def test_procedural_env_refuses_corpus_options():
     with pytest.raises(TypeError, match="generates its records"):
         gym.make("AmbiTab-Procedural-v0", split="train")

@@ -222,12 +222,13 @@ class ProceduralCorpus(Corpus):
         self._recent[task.avt_id] = records
         for record in records:
             self._by_id[record.id] = record
+        self.records.extend(records)  # file order: oldest AVT first, as evicted
         while len(self._recent) > self.keep:
             _, old = self._recent.popitem(last=False)
             for record in old:
                 self._by_id.pop(record.id, None)
                 self._public.pop(record.id, None)
-        self.records = [r for avt in self._recent.values() for r in avt]
+            del self.records[: len(old)]
         return records
 
     @property

@@ -100,8 +100,12 @@ class GeneratorConfig:
         >>> GeneratorConfig().digest() == GeneratorConfig(ambiguities=(0, 3)).digest()
         True
         """
-        text = json.dumps({**self.as_dict(), "corpus": self.corpus}, sort_keys=True)
-        return hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
+        cached = self.__dict__.get("_digest")
+        if cached is None:
+            text = json.dumps({**self.as_dict(), "corpus": self.corpus}, sort_keys=True)
+            cached = hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
+            object.__setattr__(self, "_digest", cached)
+        return cached
 
     def as_dict(self) -> dict:
         """JSON-ready parameters (written to a generated corpus's manifest)."""
