@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DANGEROUS_ROLES",
+    "OBSERVER_ROLES",
     "UnsafeServerSetup",
     "check_server_setup",
     "database_name",
