@@ -9,11 +9,20 @@ machine noise hits both alike; the figure per query is the median.
 
 SQLite runs on ``bird``, DuckDB and PostgreSQL on ``bird_interact``. PostgreSQL is measured on
 a throwaway cluster (``tests/postgres_cluster.py``) when the server binaries exist, else skipped.
+The ``sqlite_worker`` row runs the same SQLite queries through the engine's worker process (the
+path a statement outside the in-process fast path takes), to show what a process round trip per
+query would cost.
+
+``--hostile`` instead times statements whose cost lies inside one built-in function call (no
+interrupt reaches them) from submission to verdict, under ``Limits(timeout_s=--timeout)``, plus
+each statement's bare duration on a plain connection (``--bare``; capped at 60 s).
 
     python benchmarks/verify_overhead.py [--queries 8] [--repeats 40]
+    python benchmarks/verify_overhead.py --hostile [--timeout 5] [--bare]
 
-Last line: ``{"sqlite": {"bare_ms", "verify_ms", "overhead_ms", "ratio"}, "duckdb": {...},
-"postgres": {...}}`` with per-query medians summed over the queries; ratio = verify / bare.
+Last line: ``{"sqlite": {"bare_ms", "verify_ms", "overhead_ms", "ratio"}, "sqlite_worker": {...},
+"duckdb": {...}, "postgres": {...}}`` with per-query medians summed over the queries; ratio =
+verify / bare. With ``--hostile``: ``{"<engine>/<case>": {"stop_s", "reason", "bare_s"}}``.
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ import argparse
 import json
 import sqlite3
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,8 +41,10 @@ import duckdb
 import psycopg
 
 from ambitab_gym.corpora import load_corpus
-from ambitab_gym.verify import Verifier
+from ambitab_gym.verify import Limits, Verifier
+from ambitab_gym.verify.duckdb import DuckDBEngine, build_duckdb
 from ambitab_gym.verify.postgres import database_name, load_corpus_databases
+from ambitab_gym.verify.sqlite import SQLiteEngine, build_sqlite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -73,6 +86,35 @@ def _sqlite(n: int, repeats: int) -> dict:
         return connections[db].execute(sql).fetchall()
 
     verifier = Verifier(corpus.open_engine)
+    try:
+        return _measure(records, bare, verifier, repeats)
+    finally:
+        verifier.close()
+
+
+def _sqlite_worker(n: int, repeats: int) -> dict:
+    """The SQLite rows again, every query through the engine's worker process."""
+    corpus = load_corpus("bird")
+    records = corpus.records[:n]
+    connections = {}
+
+    def bare(record, sql):
+        db = record.verification.database
+        if db not in connections:
+            connections[db] = sqlite3.connect(corpus.database_file(db, "sqlite"))
+        return connections[db].execute(sql).fetchall()
+
+    class WorkerOnly(SQLiteEngine):
+        def execute(self, sql, *, limits=None):
+            limits = limits or self.limits
+            reply = self._in_worker(sql, limits, limits.timeout_s)
+            assert reply[0] == "ok", reply
+            return type(super().execute("SELECT 1"))(tuple(reply[1]), reply[2])
+
+    def open_engine(kind, database):
+        return WorkerOnly(corpus.database_file(database, "sqlite"))
+
+    verifier = Verifier(open_engine)
     try:
         return _measure(records, bare, verifier, repeats)
     finally:
@@ -137,13 +179,89 @@ def _postgres(n: int, repeats: int) -> dict | None:
         cluster.stop()
 
 
+_MILLION_A = "printf('%.*c', 999990, 'a')"
+_DAMERAU = "damerau_levenshtein(repeat('a', 12000 + id), repeat('b', 12000 + id))"
+HOSTILE = {
+    "sqlite": {
+        "printf-precision": "SELECT length(printf('%.*c', 2000000000, 'x'))",
+        "instr-1M": f"SELECT instr({_MILLION_A}, printf('%.*c', 499995, 'a') || 'b')",
+        "replace-1M": (
+            f"SELECT length(replace({_MILLION_A}, printf('%.*c', 499995, 'a') || 'b', 'x'))"
+        ),
+        "printf-x3": "SELECT "
+        + ", ".join(f"length(printf('%.*c', 2000000000, '{c}'))" for c in "xyz"),
+        "recursive-cte": (
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+        ),
+    },
+    "duckdb": {
+        "damerau-levenshtein": f"SELECT {_DAMERAU} FROM t",
+        "damerau-x3": f"SELECT {_DAMERAU}, {_DAMERAU} + 1, {_DAMERAU} + 2 FROM t",
+        "recursive-cte": (
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+        ),
+    },
+}
+_BARE = {
+    "sqlite": "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall()",
+    "duckdb": "import duckdb, sys; duckdb.connect(sys.argv[1], read_only=True, "
+    "config={'threads': 1}).execute(sys.argv[2]).fetchall()",
+}
+
+
+def _hostile(timeout_s: float, bare: bool) -> dict:
+    folder = Path(tempfile.mkdtemp())
+    paths = {"sqlite": folder / "h.sqlite", "duckdb": folder / "h.duckdb"}
+    build_sqlite("CREATE TABLE t(id INTEGER); INSERT INTO t VALUES (1);", paths["sqlite"])
+    build_duckdb("CREATE TABLE t AS SELECT 1 AS id;", paths["duckdb"])
+    limits = Limits(timeout_s=timeout_s)
+    results = {}
+    for kind, cases in HOSTILE.items():
+        engine_class = SQLiteEngine if kind == "sqlite" else DuckDBEngine
+        engine = engine_class(paths[kind], limits=limits)
+        engine.execute("SELECT 1")  # warm: the worker is up
+        for case, sql in cases.items():
+            start = time.monotonic()
+            try:
+                engine.execute(sql)
+                reason = "ok"
+            except Exception as error:  # QueryError
+                reason = getattr(error, "category", type(error).__name__)
+            stop_s = time.monotonic() - start
+            figures = {"stop_s": round(stop_s, 2), "reason": reason}
+            if bare:
+                start = time.monotonic()
+                try:
+                    subprocess.run(
+                        [sys.executable, "-c", _BARE[kind], str(paths[kind]), sql],
+                        timeout=60,
+                        check=True,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    figures["bare_s"] = round(time.monotonic() - start, 2)
+                except subprocess.TimeoutExpired:
+                    figures["bare_s"] = ">60"
+            results[f"{kind}/{case}"] = figures
+            print(f"{kind}/{case:20s} {figures}", flush=True)
+        engine.close()
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--hostile", action="store_true", help="time hostile statements instead")
+    parser.add_argument("--timeout", type=float, default=5.0, help="--hostile: Limits.timeout_s")
+    parser.add_argument("--bare", action="store_true", help="--hostile: also time them bare")
     args = parser.parse_args()
+    if args.hostile:
+        print(json.dumps(_hostile(args.timeout, args.bare)))
+        return
     results = {
         "sqlite": _sqlite(args.queries, args.repeats),
+        "sqlite_worker": _sqlite_worker(args.queries, args.repeats),
         "duckdb": _duckdb(args.queries, args.repeats),
     }
     postgres = _postgres(args.queries, args.repeats)
