@@ -96,6 +96,7 @@ class Verifier:
         self._reference_limits = Limits(
             timeout_s=reference_timeout_s,
             max_rows=self.limits.max_rows,
+            max_result_bytes=self.limits.max_result_bytes,
             max_sql_length=1_000_000,
             memory_limit_mb=self.limits.memory_limit_mb,
             threads=self.limits.threads,
