@@ -12,7 +12,8 @@ See :class:`ambitab_gym.env.AmbiTabEnv` for the protocol and ``docs/`` for the r
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import register, registry
+from gymnasium.envs.registration import register
+from gymnasium.envs.registration import registry as _gym_registry
 
 from ambitab_gym.actions import STOP, parse_action
 from ambitab_gym.corpora import ENV_IDS, Corpus, load_corpus
@@ -53,14 +54,14 @@ __all__ = [
 
 def _register_envs() -> None:
     for env_id, corpus in ENV_IDS.items():
-        if env_id not in registry:
+        if env_id not in _gym_registry:
             register(
                 id=env_id,
                 entry_point="ambitab_gym.env:AmbiTabEnv",
                 kwargs={"corpus": corpus},
                 disable_env_checker=False,
             )
-    if "AmbiTab-Procedural-v0" not in registry:  # a fresh generated task at every reset
+    if "AmbiTab-Procedural-v0" not in _gym_registry:  # a fresh generated task at every reset
         register(
             id="AmbiTab-Procedural-v0",
             entry_point="ambitab_gym.generate.env:ProceduralEnv",

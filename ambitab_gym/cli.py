@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"ambitab_gym.commands.{info.name}")
-        module.register(subparsers)
+        register = getattr(module, "register", None)
+        if register is not None:  # helper modules (shared options) register no command
+            register(subparsers)
     return parser
 
 

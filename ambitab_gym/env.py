@@ -81,6 +81,8 @@ class AmbiTabEnv(gym.Env[dict, str]):
             question instead is recorded and ends asking) or ``skip`` (no asking at all).
         info_keys: privileged info fields to include, by name (see ``PRIVILEGED_INFO_KEYS``).
         limits: limits of the verifier's engines.
+        verifier: a :class:`~ambitab_gym.verify.Verifier` to verify with, shared with other
+            envs (a campaign's); the env does not close it. Default: a verifier of its own.
         max_action_length: the action space's maximum length (longer text is still accepted).
         render_mode: ``"ansi"`` or None.
 
@@ -119,6 +121,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         render_mode: str | None = None,
         engine: str | None = None,
         engine_options: dict | None = None,
+        verifier: Verifier | None = None,
     ) -> None:
         self.corpus = load_corpus(
             corpus, limits=limits, engine_override=engine, options=engine_options
@@ -171,7 +174,11 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
-        self.verifier = Verifier(self.corpus.open_engine, limits=limits)
+        # a verifier passed in is shared (a campaign's envs share one): the caller closes it
+        self._owns_verifier = verifier is None
+        self.verifier = (
+            verifier if verifier is not None else Verifier(self.corpus.open_engine, limits=limits)
+        )
 
         max_questions = max(self.max_questions(r) for r in records)
         text = UnicodeText(max_length=1_000_000)
@@ -483,5 +490,6 @@ class AmbiTabEnv(gym.Env[dict, str]):
         return "\n".join(lines)
 
     def close(self) -> None:
-        self.verifier.close()
+        if self._owns_verifier:
+            self.verifier.close()
         super().close()

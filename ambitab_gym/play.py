@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ambitab_gym import defaults
 from ambitab_gym.actions import STOP, parse_action
 from ambitab_gym.env import AmbiTabEnv
 
@@ -88,14 +89,18 @@ def make_play_env(
         An :class:`AmbiTabEnv` with ``render_mode="ansi"`` that skips asking on m = 0 records
         (as evaluation does).
     """
+    from ambitab_gym import registry
     from ambitab_gym.corpora import load_corpus
-    from ambitab_gym.evaluation.components import make_solver
 
     corpus = load_corpus(env_id)
-    common = {"split": split, "zero_ambiguity": "skip", "render_mode": "ansi"}
+    common = {
+        "split": split,
+        "zero_ambiguity": defaults.CAMPAIGN_ZERO_AMBIGUITY,
+        "render_mode": "ansi",
+    }
     if solver == "none":
         return AmbiTabEnv(corpus, mode="agent", **common)
-    policy = make_solver(solver, corpus, llm_client=llm_client)
+    policy = registry.create("solver", solver, corpus=corpus, llm_client=llm_client)
     return AmbiTabEnv(corpus, solver=policy, mode="solver", **common)
 
 

@@ -10,7 +10,7 @@ from factories import amb, make_record
 
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.diagnostics import find_sql
-from ambitab_gym.evaluation.components import make_oracle
+from ambitab_gym.evaluation.engine import create_oracle as make_oracle
 from ambitab_gym.oracles import (
     REFUSAL,
     IntentMatcher,

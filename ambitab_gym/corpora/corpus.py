@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -21,9 +22,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ambitab_gym.corpora.home import built_corpora_dir, cache_dir
+from ambitab_gym.errors import ConfigurationError, CorpusError
 from ambitab_gym.records import FORMAT_VERSION, PublicSpec, RecordError, TaskRecord, load_records
 from ambitab_gym.verify.base import Engine, Limits
-from ambitab_gym.verify.sqlite import SQLiteEngine, build_sqlite
+from ambitab_gym.verify.engines import ENGINES, EngineKind, engine_kind
+from ambitab_gym.verify.engines import register_engine as register_engine_kind
 
 __all__ = [
     "BUNDLED_DIR",
@@ -55,8 +58,8 @@ ENV_IDS: dict[str, str] = {
 }
 
 
-class CorpusNotFound(LookupError):
-    """No corpus answers to the given env id, name or path.
+class CorpusNotFound(CorpusError, LookupError):
+    """No corpus answers to the given env id, name or path (category ``corpus_not_found``).
 
     >>> try:
     ...     load_corpus("no-such-corpus")
@@ -64,6 +67,8 @@ class CorpusNotFound(LookupError):
     ...     print(str(error)[:28])
     no corpus 'no-such-corpus':
     """
+
+    category = "corpus_not_found"
 
 
 class DatabaseEntry(BaseModel):
@@ -112,29 +117,23 @@ class Manifest(BaseModel):
     provenance: dict = Field(default_factory=dict)
 
 
-# engine kind -> builder(script, path) for databases shipped as SQL scripts
-_BUILDERS: dict[str, Callable[[str, Path], None]] = {"sqlite": build_sqlite}
-# engine kind -> opener(corpus, database name, limits) -> Engine
-_OPENERS: dict[str, Callable[[Corpus, str, Limits | None], Engine]] = {}
-_SUFFIX = {"sqlite": ".sqlite", "duckdb": ".duckdb"}
-
-
 def register_engine(
     kind: str,
     opener: Callable[[Corpus, str, Limits | None], Engine],
     builder: Callable[[str, Path], None] | None = None,
 ) -> None:
-    """Make an engine kind available to corpora (used by the DuckDB and PostgreSQL engines)."""
-    _OPENERS[kind] = opener
-    if builder is not None:
-        _BUILDERS[kind] = builder
+    """Deprecated: add an :class:`~ambitab_gym.verify.engines.EngineKind` with
+    :func:`ambitab_gym.verify.engines.register_engine` (kept for one release).
 
-
-def _open_sqlite(corpus: Corpus, database: str, limits: Limits | None) -> Engine:
-    return SQLiteEngine(corpus.database_file(database, "sqlite"), limits=limits)
-
-
-register_engine("sqlite", _open_sqlite)
+    A known kind keeps its suffix and schema query and takes the new opener and builder.
+    """
+    known = ENGINES.get(kind)
+    if known is not None:
+        update = {"factory": opener} if builder is None else {"factory": opener, "builder": builder}
+        register_engine_kind(dataclasses.replace(known, **update))
+    else:
+        suffix = f".{kind}" if builder is not None else None
+        register_engine_kind(EngineKind(kind, f"{kind} (plugin)", opener, builder, suffix))
 
 
 def _sha256(path: Path) -> str:
@@ -151,6 +150,9 @@ class Corpus:
         engine_override: run every record on this engine kind instead of the record's own
             (e.g. ``postgres`` for BIRD-Interact when a server is given).
         options: engine options, e.g. ``{"dsn": "postgresql://..."}`` for PostgreSQL.
+        engines: engine name -> :class:`~ambitab_gym.verify.engines.EngineKind` (default
+            :func:`~ambitab_gym.verify.engines.engine_kind`, the table of SQLite, DuckDB and
+            PostgreSQL); pass another lookup to open databases with other engines.
 
     Example:
         >>> corpus = load_corpus("AmbiTab-Bird-v0")
@@ -168,11 +170,13 @@ class Corpus:
         limits: Limits | None = None,
         engine_override: str | None = None,
         options: dict | None = None,
+        engines: Callable[[str], EngineKind] = engine_kind,
     ) -> None:
         self.path = Path(path).resolve()
         self.origin = origin
         self.limits = limits
         self.engine_override = engine_override
+        self.engines = engines
         self.options = dict(options or {})
         manifest_path = self.path / "manifest.json"
         if not manifest_path.is_file():
@@ -244,7 +248,9 @@ class Corpus:
             return list(self.records)
         chosen = [r for r in self.records if r.split == split]
         if not chosen:
-            raise ValueError(f"corpus {self.name!r} has no split {split!r}; it has {self.splits}")
+            raise ConfigurationError(
+                f"corpus {self.name!r} has no split {split!r}; it has {self.splits}"
+            )
         return chosen
 
     @cached_property
@@ -274,26 +280,18 @@ class Corpus:
             raise FileNotFoundError(f"corpus {self.name!r}: database file {source} is missing")
         if source.suffix != ".sql":
             return source
-        if kind not in _BUILDERS:
-            _load_engine_module(kind)
-        builder = _BUILDERS.get(kind)
-        if builder is None:
-            raise ValueError(f"no builder for {kind!r} databases; import its engine module first")
+        engine = self.engines(kind)
+        if engine.builder is None or engine.suffix is None:
+            raise ConfigurationError(f"no builder for {kind!r} databases")
         digest = _sha256(source)[:16]
-        target = cache_dir() / "databases" / self.name / f"{database}-{digest}{_SUFFIX[kind]}"
+        target = cache_dir() / "databases" / self.name / f"{database}-{digest}{engine.suffix}"
         if not target.is_file():
-            builder(source.read_text("utf-8"), target)
+            engine.build(source.read_text("utf-8"), target)
         return target
 
     def open_engine(self, kind: str, database: str) -> Engine:
         """A new sandboxed engine for a database (``kind`` may be overridden by the corpus)."""
-        kind = self.engine_kind(kind)
-        if kind not in _OPENERS:
-            _load_engine_module(kind)
-        opener = _OPENERS.get(kind)
-        if opener is None:
-            raise ValueError(f"unknown engine {kind!r}; available: {sorted(_OPENERS)}")
-        return opener(self, database, self.limits)
+        return self.engines(self.engine_kind(kind)).open(self, database, self.limits)
 
     def schema_text(self, database: str) -> str:
         """The ``CREATE`` statements of a database, as the agent sees them."""
@@ -302,7 +300,7 @@ class Corpus:
             kind = self.engine_kind(self.manifest.engine)
             engine = self.open_engine(kind, database)
             try:
-                text = _schema_of(engine, kind)
+                text = self.engines(kind).schema_text(engine)
             finally:
                 engine.close()
             self._schemas[database] = text
@@ -317,31 +315,6 @@ class Corpus:
                 spec = spec.model_copy(update={"schema_text": self.schema_text(spec.database)})
             self._public[record.id] = spec
         return spec
-
-
-def _schema_of(engine: Engine, kind: str) -> str:
-    if kind == "postgres":
-        return engine.schema_text()  # type: ignore[attr-defined]
-    if kind == "sqlite":
-        query = (
-            "SELECT sql FROM sqlite_master WHERE type IN ('table', 'view') "
-            "AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-        )
-    else:  # duckdb: creation order (object ids grow with creation)
-        query = (
-            "SELECT sql FROM (SELECT table_oid AS oid, sql FROM duckdb_tables() WHERE NOT internal "
-            "UNION ALL SELECT view_oid, sql FROM duckdb_views() WHERE NOT internal) ORDER BY oid"
-        )
-    rows = engine.execute(query, limits=Limits(timeout_s=30.0)).rows
-    return ";\n".join(row[0].strip().rstrip(";") for row in rows) + ";"
-
-
-def _load_engine_module(kind: str) -> None:
-    import importlib
-
-    module = {"duckdb": "ambitab_gym.verify.duckdb", "postgres": "ambitab_gym.verify.postgres"}
-    if kind in module:
-        importlib.import_module(module[kind])
 
 
 def corpus_name(reference: str) -> str:

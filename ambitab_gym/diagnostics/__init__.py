@@ -9,7 +9,7 @@
 * :func:`cluster_bootstrap`, :func:`union_clusters`, :class:`Interval` - the bootstrap
   (:mod:`ambitab_gym.diagnostics.bootstrap`).
 * :class:`SchemaProbeAsker`, :class:`DialogueSQLSolver` - probes that make leaks visible
-  (:mod:`ambitab_gym.diagnostics.probes`).
+  (re-exported from :mod:`ambitab_gym.policies.probes`: they are agent-side policies).
 
 Example:
     >>> import tempfile, os
@@ -39,7 +39,7 @@ from ambitab_gym.diagnostics.estimates import (
     format_leakage_table,
     leakage_report,
 )
-from ambitab_gym.diagnostics.probes import DialogueSQLSolver, SchemaProbeAsker, find_sql
+from ambitab_gym.policies.probes import DialogueSQLSolver, SchemaProbeAsker, find_sql
 
 __all__ = [
     "CONDITIONS",

@@ -18,17 +18,13 @@ writing or verifying SQL.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from ambitab_gym import defaults, registry
 from ambitab_gym.corpora import Corpus, load_corpus
 from ambitab_gym.diagnostics.estimates import (
     CONDITIONS,
@@ -36,20 +32,12 @@ from ambitab_gym.diagnostics.estimates import (
     LeakageReport,
     leakage_report,
 )
-from ambitab_gym.diagnostics.probes import PROBE_ASKERS, PROBE_SOLVERS
 from ambitab_gym.env import AmbiTabEnv
-from ambitab_gym.evaluation.components import (
-    ASKERS,
-    LEAKY_ORACLES,
-    SOLVERS,
-    make_asker,
-    make_oracle,
-    make_solver,
-)
-from ambitab_gym.evaluation.runner import play_episode
+from ambitab_gym.errors import ConfigurationError
+from ambitab_gym.evaluation.engine import CampaignPlan, config_hash, create_oracle, run_plan
 from ambitab_gym.evaluation.store import ResultsStore
-from ambitab_gym.oracles import Oracle, deterministic_oracle
-from ambitab_gym.policies.scripted import FullAsker, GenericAsker
+from ambitab_gym.oracles import Oracle
+from ambitab_gym.oracles.deterministic import reference_oracle
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.verify import Verifier
 from ambitab_gym.wrappers.leakage import (
@@ -88,49 +76,27 @@ class LeakageConfig:
     asker: str
     oracle: str = "deterministic"
     solver: str = "interpretation"
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = defaults.SEEDS
     split: str | None = None
-    budget_slack: int = 3
+    budget_slack: int = defaults.BUDGET_SLACK
     limit: int | None = None
-    spec_seed: int = 0
+    spec_seed: int = defaults.SPEC_SEED
     conditions: tuple[str, ...] = tuple(CONDITIONS)
     llm: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.conditions) - set(CONDITIONS)
         if unknown:
-            raise ValueError(f"unknown conditions {sorted(unknown)}; use {sorted(CONDITIONS)}")
+            raise ConfigurationError(
+                f"unknown conditions {sorted(unknown)}; use {sorted(CONDITIONS)}"
+            )
         if not self.seeds:
-            raise ValueError("a leakage campaign needs at least one seed")
+            raise ConfigurationError("a leakage campaign needs at least one seed")
 
     @property
     def campaign_id(self) -> str:
         """A stable id: the hash of the configuration."""
-        payload = json.dumps({"kind": "leakage", **asdict(self)}, sort_keys=True, default=list)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def _known(kind: str, name: str, names: Iterable[str]) -> None:
-    if ":" not in name and name not in names:
-        raise ValueError(
-            f"unknown {kind} {name!r}; use one of {', '.join(names)}, or an import path "
-            "'module:callable'"
-        )
-
-
-def _solver(name: str, corpus: Corpus, llm_client: Any) -> Any:
-    _known("solver", name, [*SOLVERS, *PROBE_SOLVERS])
-    if name in PROBE_SOLVERS:
-        return PROBE_SOLVERS[name](corpus)
-    return make_solver(name, corpus, llm_client=llm_client)
-
-
-def _asker(name: str, corpus: Corpus, llm_client: Any) -> Any:
-    if not name.startswith("llm:"):
-        _known("asker", name, [*ASKERS, *PROBE_ASKERS, "llm:STRATEGY"])
-    if name in PROBE_ASKERS:
-        return PROBE_ASKERS[name]()
-    return make_asker(name, corpus=corpus, llm_client=llm_client)
+        return config_hash({"kind": "leakage", **asdict(self)})
 
 
 class _Parts:
@@ -147,7 +113,7 @@ class _Parts:
     ) -> None:
         self.config, self.corpus, self.records = config, corpus, records
         self.actual = actual
-        self.reference = deterministic_oracle(corpus.manifest.oracle)
+        self.reference = reference_oracle(corpus)
         self.solver, self.llm_client = solver, llm_client
         self.replacements: dict[str, str] = {}  # receiver id -> donor id, set once per campaign
         # One verifier for every env of the campaign: engines and reference results are opened
@@ -165,10 +131,9 @@ class _Parts:
             solver=None if condition in RECALL_ONLY else self.solver,
             mode="ask_only" if condition in RECALL_ONLY else "solver",
             budget_slack=self.config.budget_slack,
-            zero_ambiguity="skip",
+            zero_ambiguity=defaults.CAMPAIGN_ZERO_AMBIGUITY,
+            verifier=self.verifier,
         )
-        env.verifier.close()
-        env.verifier = self.verifier
         if oracle == "hybrid":
             env = HybridOracle(env)
         if policy == "asker^Q":
@@ -180,11 +145,18 @@ class _Parts:
     def asker(self, condition: str, env: Any) -> Any:
         policy = CONDITIONS[condition][0]
         if policy == "full^adv":
-            return FullAsker()  # reworded into pi_full^adv by AdversarialProbe
+            return registry.create("asker", "full")  # reworded into pi_full^adv by AdversarialProbe
         if policy == "none^adv":
-            return GenericAsker()
-        asker = _asker(self.config.asker, self.corpus, self.llm_client)
+            return registry.create("asker", "generic")
+        asker = registry.create(
+            "asker", self.config.asker, corpus=self.corpus, llm_client=self.llm_client
+        )
         return env.wrap_asker(asker) if policy == "asker^Q" else asker
+
+    def parts(self, condition: str) -> tuple[Any, Any]:
+        """The env and the asker of one worker for a condition (the campaign engine's hook)."""
+        env = self.env(condition)
+        return env, self.asker(condition, env)
 
 
 def _replacements(
@@ -207,60 +179,21 @@ def _links(corpus: Corpus, donors: dict[str, str]) -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
-async def _run(
-    todo: list[tuple[str, int, TaskRecord]],
-    parts: _Parts,
-    store: ResultsStore,
-    campaign_id: str,
-    *,
-    concurrency: int,
-    progress: bool,
-) -> None:
-    queue: asyncio.Queue = asyncio.Queue()
-    for item in todo:
-        queue.put_nowait(item)
-    bar = tqdm(total=len(todo), disable=not progress, unit="ep", desc="leakage", leave=False)
-
-    async def worker() -> None:
-        built: dict[str, tuple[Any, Any]] = {}
-        try:
-            while True:
-                try:
-                    condition, seed, record = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                if condition not in built:
-                    env = parts.env(condition)
-                    built[condition] = (env, parts.asker(condition, env))
-                env, asker = built[condition]
-                row = await play_episode(env, asker, record, seed=seed)
-                row.update(campaign_id=campaign_id, condition=condition, seed=seed)
-                if condition in RECALL_ONLY:
-                    row["success"] = None  # asked only: no SQL was written or verified
-                store.add_episode(row)
-                bar.update(1)
-        finally:
-            for env, _ in built.values():
-                env.close()
-
-    try:
-        count = max(1, min(concurrency, len(todo)))
-        await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(count)))
-    finally:
-        bar.close()
-        store.flush()
+def _recall_only(row: dict) -> None:
+    if row["condition"] in RECALL_ONLY:
+        row["success"] = None  # asked only: no SQL was written or verified
 
 
 def run_leakage(
     config: LeakageConfig,
     results: str | Path | ResultsStore,
     *,
-    concurrency: int = 1,
+    concurrency: int = defaults.CONCURRENCY,
     llm_client: Any = None,
     progress: bool = True,
     oracle_options: dict | None = None,
-    resamples: int = 2000,
-    bootstrap_seed: int = 0,
+    resamples: int = defaults.BOOTSTRAP_RESAMPLES,
+    bootstrap_seed: int = defaults.BOOTSTRAP_SEED,
 ) -> LeakageReport:
     """Run (or resume) a leakage campaign and return its report.
 
@@ -288,38 +221,38 @@ def run_leakage(
     if config.limit is not None:
         records = records[: config.limit]
     if not records:
-        raise ValueError(f"no records to run in corpus {corpus.name!r}")
+        raise ConfigurationError(f"no records to run in corpus {corpus.name!r}")
     own_store = not isinstance(results, ResultsStore)
     store = ResultsStore(results) if own_store else results
     parts: _Parts | None = None
     try:
-        solver = _solver(config.solver, corpus, llm_client)
-        _known("oracle", config.oracle, ["deterministic", "llm", *LEAKY_ORACLES])
-        actual = make_oracle(config.oracle, corpus, llm_client=llm_client, **(oracle_options or {}))
+        solver = registry.create("solver", config.solver, corpus=corpus, llm_client=llm_client)
+        actual = create_oracle(
+            config.oracle, corpus, llm_client=llm_client, **(oracle_options or {})
+        )
+        if not config.asker.startswith("llm:") and ":" not in config.asker:
+            registry.get("asker", config.asker)  # an unknown name fails before anything runs
         parts = _Parts(config, corpus, records, actual, solver, llm_client)
         donors = parts.replacements = _replacements(config, corpus, records, store)
-        campaign_id = config.campaign_id
-        store.add_campaign(
-            campaign_id,
-            {**asdict(config), "replacements": donors, "replacement_links": _links(corpus, donors)},
+        plan = CampaignPlan(
             kind="leakage",
-            corpus=corpus.name,
-            env_id=corpus.env_id or "",
+            campaign_id=config.campaign_id,
+            config={
+                **asdict(config),
+                "replacements": donors,
+                "replacement_links": _links(corpus, donors),
+            },
+            corpus=corpus,
+            records=records,
+            seeds=config.seeds,
+            conditions=config.conditions,
+            parts=parts.parts,
+            finish_row=_recall_only,
+            label="leakage",
         )
-        todo = store.pending(campaign_id, config.seeds, config.conditions, records)
-        if todo:
-            asyncio.run(
-                _run(
-                    todo,
-                    parts,
-                    store,
-                    campaign_id,
-                    concurrency=concurrency,
-                    progress=progress,
-                )
-            )
+        run_plan(plan, store, concurrency=concurrency, progress=progress)
         return stored_leakage_report(
-            store, campaign_id, resamples=resamples, bootstrap_seed=bootstrap_seed
+            store, plan.campaign_id, resamples=resamples, bootstrap_seed=bootstrap_seed
         )
     finally:
         if parts is not None:
@@ -329,7 +262,11 @@ def run_leakage(
 
 
 def stored_leakage_report(
-    store: ResultsStore, campaign_id: str, *, resamples: int = 2000, bootstrap_seed: int = 0
+    store: ResultsStore,
+    campaign_id: str,
+    *,
+    resamples: int = defaults.BOOTSTRAP_RESAMPLES,
+    bootstrap_seed: int = defaults.BOOTSTRAP_SEED,
 ) -> LeakageReport:
     """The report of a stored leakage campaign (its replacement links come from its config).
 
@@ -338,7 +275,7 @@ def stored_leakage_report(
     """
     campaign = store.campaign(campaign_id)
     if campaign is None or campaign["kind"] != "leakage":
-        raise ValueError(f"{store.path} holds no leakage campaign {campaign_id!r}")
+        raise ConfigurationError(f"{store.path} holds no leakage campaign {campaign_id!r}")
     links = [tuple(pair) for pair in campaign["config"].get("replacement_links", [])]
     return leakage_report(
         store.episodes(campaign_id),

@@ -1,6 +1,8 @@
 """Evaluation: campaigns over the none / asker / full conditions, the results store, summaries.
 
 * :func:`run_campaign` and :class:`CampaignConfig` - run or resume a campaign.
+* :func:`run_plan`, :class:`CampaignPlan`, :func:`play_episode`, :func:`config_hash` - the one
+  campaign engine (:mod:`ambitab_gym.evaluation.engine`), which leakage campaigns use too.
 * :class:`ResultsStore` - the DuckDB results file.
 * :func:`summarize_campaign` (formerly ``summarize``), :func:`format_table` - the figures of
   paper Table 8.
@@ -10,6 +12,7 @@
 
 from __future__ import annotations
 
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, config_hash, run_plan
 from ambitab_gym.evaluation.rescore import rescore_campaign, rescore_episode, rescore_episodes
 from ambitab_gym.evaluation.runner import CampaignConfig, episode_seed, play_episode, run_campaign
 from ambitab_gym.evaluation.store import ResultsStore
@@ -24,14 +27,18 @@ from ambitab_gym.evaluation.summary import (
 
 __all__ = [
     "CampaignConfig",
+    "CampaignPlan",
     "ResultsStore",
     "Stat",
     "Summary",
+    "WorkUnit",
+    "config_hash",
     "episode_metrics",
     "episode_seed",
     "format_table",
     "play_episode",
     "run_campaign",
+    "run_plan",
     "rescore_campaign",
     "rescore_episode",
     "rescore_episodes",

@@ -2,7 +2,8 @@
 
 * :class:`CampaignConfig` - what a campaign runs; its hash is the campaign id, so rerunning the
   same config resumes it.
-* :func:`play_episode` - one episode with an asker on an env (async; works for sync parts too).
+* :func:`play_episode`, :func:`episode_seed` - re-exported from the campaign engine
+  (:mod:`ambitab_gym.evaluation.engine`), which runs the episodes.
 * :func:`run_campaign` - every (condition, seed, record) not yet stored, many in flight at once
   against LLM servers, each stored as it finishes; returns the campaign's :class:`Summary`.
 
@@ -12,26 +13,26 @@ all with the same solver and oracle. Records with m = 0 skip clarification.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
-import time
-import zlib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from tqdm.auto import tqdm
-
+from ambitab_gym import defaults, registry
 from ambitab_gym.corpora import Corpus, load_corpus
 from ambitab_gym.env import AmbiTabEnv
-from ambitab_gym.evaluation.components import make_asker, make_oracle, make_solver
+from ambitab_gym.errors import ConfigurationError
+from ambitab_gym.evaluation.engine import (
+    CampaignPlan,
+    config_hash,
+    create_oracle,
+    episode_seed,
+    play_episode,
+    run_plan,
+)
 from ambitab_gym.evaluation.store import ResultsStore
-from ambitab_gym.evaluation.summary import Summary, episode_metrics, summarize
-from ambitab_gym.records import TaskRecord
-from ambitab_gym.verify.base import Limits
+from ambitab_gym.evaluation.summary import Summary, summarize
+from ambitab_gym.verify import Limits, Verifier
+from ambitab_gym.vocabulary import EVALUATION_CONDITIONS
 
 __all__ = ["CampaignConfig", "episode_seed", "play_episode", "run_campaign"]
 
@@ -67,22 +68,26 @@ class CampaignConfig:
     asker: str = "full"
     solver: str = "interpretation"
     oracle: str = "deterministic"
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = defaults.SEEDS
     split: str | None = None
-    conditions: tuple[str, ...] = ("none", "asker", "full")
-    budget_slack: int = 3
+    conditions: tuple[str, ...] = EVALUATION_CONDITIONS
+    budget_slack: int = defaults.BUDGET_SLACK
     limit: int | None = None
     llm: dict = field(default_factory=dict)
     limits: dict | None = None
 
     def __post_init__(self) -> None:
-        unknown = set(self.conditions) - {"none", "asker", "full"}
+        unknown = set(self.conditions) - set(EVALUATION_CONDITIONS)
         if unknown:
-            raise ValueError(f"unknown conditions {sorted(unknown)}; use none, asker, full")
+            raise ConfigurationError(
+                f"unknown conditions {sorted(unknown)}; use {', '.join(EVALUATION_CONDITIONS)}"
+            )
         if not self.seeds:
-            raise ValueError("a campaign needs at least one seed")
+            raise ConfigurationError("a campaign needs at least one seed")
         if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be a positive number of records, not {self.limit}")
+            raise ConfigurationError(
+                f"limit must be a positive number of records, not {self.limit}"
+            )
         if self.limits is not None:
             self.verifier_limits()  # fail here, not in the middle of a campaign
 
@@ -93,7 +98,7 @@ class CampaignConfig:
         try:
             return Limits(**self.limits)
         except TypeError as error:
-            raise ValueError(f"invalid verifier limits {self.limits!r}: {error}") from None
+            raise ConfigurationError(f"invalid verifier limits {self.limits!r}: {error}") from None
 
     @property
     def campaign_id(self) -> str:
@@ -101,147 +106,20 @@ class CampaignConfig:
         data = asdict(self)
         if data["limits"] is None:
             del data["limits"]  # ids of campaigns from before the field existed stay the same
-        payload = json.dumps(data, sort_keys=True, default=list)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def episode_seed(seed: int, record_id: str) -> int:
-    """The asker's seed for one episode: derived from the run seed and the record id.
-
-    >>> episode_seed(0, "bird-0001") == episode_seed(0, "bird-0001") != episode_seed(1, "bird-0001")
-    True
-    """
-    sequence = np.random.SeedSequence([int(seed), zlib.crc32(record_id.encode())])
-    return int(sequence.generate_state(1)[0])
-
-
-async def _call(method: Callable, *args: Any) -> Any:
-    result = method(*args)
-    if asyncio.iscoroutine(result):
-        return await result
-    return result
-
-
-async def play_episode(env: AmbiTabEnv, asker: Any, record: TaskRecord, *, seed: int) -> dict:
-    """Run one episode; returns its row (without the campaign fields).
-
-    A failure of the asker or the oracle (an LLM server fault, say) ends the episode as a
-    failure with the exception's ``category`` recorded; it never stops the campaign.
-    """
-    start = time.perf_counter()
-    env.reset(seed=seed, options={"record_id": record.id})
-    reset = getattr(asker, "reset", None)
-    if reset is not None:
-        if getattr(asker, "privileged", False):
-            reset(seed=episode_seed(seed, record.id), record=record)
-        else:
-            reset(seed=episode_seed(seed, record.id))
-    act = getattr(asker, "aact", None) or asker.act
-    error = None
-    try:
-        while True:
-            action = await _call(act, env.public_view)
-            _, _, terminated, truncated, _ = await env.astep(action)
-            if terminated or truncated:
-                break
-    except Exception as exc:  # noqa: BLE001 - recorded, never raised into the campaign
-        error = getattr(exc, "category", None) or type(exc).__name__
-    trajectory = env.trajectory
-    assert trajectory is not None
-    error = error or trajectory.error
-    verdict = trajectory.verdict
-    metrics = episode_metrics(trajectory, record)
-    if error is not None:
-        metrics["success"] = 0.0
-    elapsed = time.perf_counter() - start
-    row = {
-        "record_id": record.id,
-        "avt_id": record.avt_id,
-        "split": record.split,
-        "m": record.m,
-        "n_questions": trajectory.n_questions,
-        **metrics,
-        "stop_reason": trajectory.stop_reason,
-        # a failed Verdict is falsy: test for None, or every failure loses its reason
-        "verdict_reason": None if verdict is None else verdict.reason,
-        "verdict_detail": None if verdict is None else verdict.detail,
-        "error": error,
-        "sql": trajectory.sql,
-        "dialogue": [
-            {
-                "question": t.question,
-                "answer": t.answer,
-                "credits": sorted(t.credits),
-                **({"route": t.route} if t.route is not None else {}),  # for re-scoring (C.3)
-            }
-            for t in trajectory.turns
-        ],
-        "timings": {**trajectory.timings, "episode_s": elapsed},
-        "elapsed_s": elapsed,
-    }
-    return row
+        return config_hash(data)
 
 
 def _asker_for(condition: str, config: CampaignConfig, corpus: Corpus, llm_client: Any) -> Any:
-    if condition == "none":
-        return make_asker("none")
-    if condition == "full":
-        return make_asker("full")
-    return make_asker(config.asker, corpus=corpus, llm_client=llm_client)
-
-
-async def _run(
-    config: CampaignConfig,
-    corpus: Corpus,
-    store: ResultsStore,
-    todo: list[tuple[str, int, TaskRecord]],
-    *,
-    concurrency: int,
-    llm_client: Any,
-    progress: bool,
-    make_env: Callable[[], AmbiTabEnv],
-) -> None:
-    queue: asyncio.Queue = asyncio.Queue()
-    for item in todo:
-        queue.put_nowait(item)
-    bar = tqdm(total=len(todo), disable=not progress, unit="ep", desc=corpus.name, leave=False)
-
-    campaign_id = config.campaign_id
-
-    async def worker() -> None:
-        env = make_env()
-        askers: dict[str, Any] = {}
-        try:
-            while True:
-                try:
-                    condition, seed, record = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                asker = askers.get(condition)
-                if asker is None:
-                    asker = askers[condition] = _asker_for(condition, config, corpus, llm_client)
-                row = await play_episode(env, asker, record, seed=seed)
-                row.update(campaign_id=campaign_id, condition=condition, seed=seed)
-                store.add_episode(row)
-                bar.update(1)
-        finally:
-            env.close()
-
-    try:
-        workers = [
-            asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(todo))))
-        ]
-        await asyncio.gather(*workers)
-    finally:
-        bar.close()
-        store.flush()
+    if condition in ("none", "full"):
+        return registry.create("asker", condition)
+    return registry.create("asker", config.asker, corpus=corpus, llm_client=llm_client)
 
 
 def run_campaign(
     config: CampaignConfig,
     results: str | Path | ResultsStore,
     *,
-    concurrency: int = 1,
+    concurrency: int = defaults.CONCURRENCY,
     llm_client: Any = None,
     progress: bool = True,
     oracle_options: dict | None = None,
@@ -270,46 +148,48 @@ def run_campaign(
         records = records[: config.limit]
     own_store = not isinstance(results, ResultsStore)
     store = ResultsStore(results) if own_store else results
-    try:
-        campaign_id = config.campaign_id
-        store.add_campaign(
-            campaign_id,
-            asdict(config),
-            kind="evaluate",
-            corpus=corpus.name,
-            env_id=corpus.env_id or "",
+    shared: dict[str, Any] = {}
+
+    def prepare() -> None:  # only when episodes remain to run
+        # one verifier for every env of the campaign: engines and reference results are opened
+        # and computed once (the event loop runs verifications one at a time)
+        shared["verifier"] = Verifier(corpus.open_engine, limits=config.verifier_limits())
+        shared["solver"] = registry.create(
+            "solver", config.solver, corpus=corpus, llm_client=llm_client
         )
-        todo = store.pending(campaign_id, config.seeds, config.conditions, records)
-        if todo:
-            solver = make_solver(config.solver, corpus, llm_client=llm_client)
-            oracle = make_oracle(
-                config.oracle, corpus, llm_client=llm_client, **(oracle_options or {})
-            )
+        shared["oracle"] = create_oracle(
+            config.oracle, corpus, llm_client=llm_client, **(oracle_options or {})
+        )
 
-            def make_env() -> AmbiTabEnv:
-                return AmbiTabEnv(
-                    corpus,
-                    split=config.split,
-                    oracle=oracle,
-                    solver=solver,
-                    budget_slack=config.budget_slack,
-                    zero_ambiguity="skip",
-                    limits=config.verifier_limits(),
-                )
+    def parts(condition: str) -> tuple[AmbiTabEnv, Any]:
+        env = AmbiTabEnv(
+            corpus,
+            split=config.split,
+            oracle=shared["oracle"],
+            solver=shared["solver"],
+            budget_slack=config.budget_slack,
+            zero_ambiguity=defaults.CAMPAIGN_ZERO_AMBIGUITY,
+            limits=config.verifier_limits(),
+            verifier=shared["verifier"],
+        )
+        return env, _asker_for(condition, config, corpus, llm_client)
 
-            asyncio.run(
-                _run(
-                    config,
-                    corpus,
-                    store,
-                    todo,
-                    concurrency=concurrency,
-                    llm_client=llm_client,
-                    progress=progress,
-                    make_env=make_env,
-                )
-            )
-        return summarize(store.episodes(campaign_id))
+    try:
+        plan = CampaignPlan(
+            kind="evaluate",
+            campaign_id=config.campaign_id,
+            config=asdict(config),
+            corpus=corpus,
+            records=records,
+            seeds=config.seeds,
+            conditions=config.conditions,
+            parts=parts,
+            label=corpus.name,
+        )
+        run_plan(plan, store, concurrency=concurrency, progress=progress, prepare=prepare)
+        return summarize(store.episodes(plan.campaign_id))
     finally:
+        if "verifier" in shared:
+            shared["verifier"].close()
         if own_store:
             store.close()

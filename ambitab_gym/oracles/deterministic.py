@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext
 from ambitab_gym.records import Ambiguity, TaskRecord
@@ -30,6 +31,7 @@ __all__ = [
     "best_mention",
     "canonical_question",
     "deterministic_oracle",
+    "reference_oracle",
     "evidence_concept",
     "name_pattern",
 ]
@@ -281,3 +283,17 @@ def deterministic_oracle(kind: str) -> Oracle:
             ),
         )
     raise ValueError(f"unknown deterministic oracle {kind!r}; use 'intent' or 'knowledge'")
+
+
+def reference_oracle(corpus: Any) -> Oracle:
+    """The reference oracle O* of a corpus: its deterministic oracle (by ``manifest.oracle``).
+
+    Args:
+        corpus: a :class:`~ambitab_gym.corpora.Corpus` (anything with ``manifest.oracle``).
+
+    Example:
+        >>> from ambitab_gym.corpora import load_corpus
+        >>> reference_oracle(load_corpus("taco")).name
+        'IntentMatcher+ReferenceResponder'
+    """
+    return deterministic_oracle(corpus.manifest.oracle)

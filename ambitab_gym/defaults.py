@@ -1,0 +1,103 @@
+"""Default values shared by the env, the campaigns and the commands: one definition each.
+
+A leaf module (it imports nothing from the package), so any module may read it. Change a
+default here and every place that uses it follows: the env's constructor, the campaign configs,
+the command-line options and their ``--help`` texts.
+
+Protocol (paper A.2, C.1):
+
+* :data:`BUDGET_SLACK` - decisions allowed beyond m (m + 3 decisions, the last one the stop).
+* :data:`ZERO_AMBIGUITY` - what the env does with m = 0 records; :data:`CAMPAIGN_ZERO_AMBIGUITY`
+  what campaigns do (skip asking, paper C.1).
+* :data:`SEEDS` - the seeds of a campaign that names none.
+
+Campaigns and diagnostics (paper A.4, Appendix E):
+
+* :data:`RESULTS_FILE` - the DuckDB results file the commands write by default.
+* :data:`CONCURRENCY`, :data:`LLM_CONCURRENCY` - episodes in flight without / with an LLM server.
+* :data:`BOOTSTRAP_RESAMPLES`, :data:`BOOTSTRAP_SEED`, :data:`SPEC_SEED`.
+
+Verifier limits for submitted SQL (:class:`ambitab_gym.verify.Limits`) and trusted queries:
+
+* :data:`QUERY_TIMEOUT_S`, :data:`MAX_ROWS`, :data:`MAX_SQL_LENGTH`, :data:`MAX_RESULT_BYTES`,
+  :data:`MEMORY_LIMIT_MB`, :data:`ENGINE_THREADS`, :data:`REFERENCE_TIMEOUT_S`,
+  :data:`SCHEMA_TIMEOUT_S`.
+
+>>> BUDGET_SLACK, RESULTS_FILE, LLM_CONCURRENCY
+(3, 'ambitab-results.duckdb', 64)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "BUDGET_SLACK",
+    "CAMPAIGN_ZERO_AMBIGUITY",
+    "CONCURRENCY",
+    "ENGINE_THREADS",
+    "LLM_CONCURRENCY",
+    "MAX_RESULT_BYTES",
+    "MAX_ROWS",
+    "MAX_SQL_LENGTH",
+    "MEMORY_LIMIT_MB",
+    "QUERY_TIMEOUT_S",
+    "REFERENCE_TIMEOUT_S",
+    "RESULTS_FILE",
+    "SCHEMA_TIMEOUT_S",
+    "SEEDS",
+    "SPEC_SEED",
+    "ZERO_AMBIGUITY",
+    "concurrency_for",
+]
+
+#: Decisions beyond m: a record with m > 0 counted ambiguities allows m + 3 decisions, the last
+#: reserved for stopping, so at most m + 2 questions (paper A.2).
+BUDGET_SLACK: int = 3
+#: The env's handling of m = 0 records: one decision meant for stopping.
+ZERO_AMBIGUITY: str = "single_decision"
+#: Campaigns skip clarification on m = 0 records (paper C.1).
+CAMPAIGN_ZERO_AMBIGUITY: str = "skip"
+#: Seeds of a campaign config that names none.
+SEEDS: tuple[int, ...] = (0,)
+
+#: The results file of ``evaluate``, ``leakage`` and ``report`` when none is given.
+RESULTS_FILE: str = "ambitab-results.duckdb"
+#: Episodes in flight at once without an LLM server (scripted parts are CPU-bound).
+CONCURRENCY: int = 1
+#: Episodes (and requests) in flight at once against an LLM server, so it can batch.
+LLM_CONCURRENCY: int = 64
+
+#: Bootstrap resamples of the leakage intervals (paper Appendix E: 2,000).
+BOOTSTRAP_RESAMPLES: int = 2000
+#: The bootstrap's seed.
+BOOTSTRAP_SEED: int = 0
+#: The seed of the specification randomization's replacement map.
+SPEC_SEED: int = 0
+
+#: Wall-clock limit of one submitted query, seconds.
+QUERY_TIMEOUT_S: float = 5.0
+#: A submitted query returning more rows fails (``too_many_rows``).
+MAX_ROWS: int = 100_000
+#: Longer submitted SQL is refused before it reaches a database (``too_large``).
+MAX_SQL_LENGTH: int = 100_000
+#: A result whose values take more bytes fails (``too_large``).
+MAX_RESULT_BYTES: int = 64 * 1024 * 1024
+#: DuckDB's memory cap per engine, MiB.
+MEMORY_LIMIT_MB: int = 512
+#: Engine worker threads where the engine has them (DuckDB).
+ENGINE_THREADS: int = 1
+#: Wall-clock limit of a trusted reference query, seconds.
+REFERENCE_TIMEOUT_S: float = 60.0
+#: Wall-clock limit of reading a database's schema, seconds.
+SCHEMA_TIMEOUT_S: float = 30.0
+
+
+def concurrency_for(*, llm: bool) -> int:
+    """The default episodes in flight: :data:`LLM_CONCURRENCY` with an LLM server, else
+    :data:`CONCURRENCY`.
+
+    >>> concurrency_for(llm=True), concurrency_for(llm=False)
+    (64, 1)
+    """
+    return LLM_CONCURRENCY if llm else CONCURRENCY
