@@ -1,6 +1,6 @@
 """LLM-bound campaign throughput against a loopback server with a fixed per-call latency.
 
-Starts the scripted OpenAI-compatible server (``ambitab_gym.llm.testing``) in its own process,
+Starts the scripted OpenAI-compatible server (``ambitab_gym.testing.llm_server``) in its own process,
 every reply after ``--latency`` seconds, and runs an evaluation campaign (the evaluated-asker
 condition only) with an LLM asker, the LLM oracle and the LLM solver through
 ``ambitab_gym.evaluation.run_campaign``. The asker asks ``--questions`` questions, then stops;
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ambitab_gym.evaluation import CampaignConfig, run_campaign
 from ambitab_gym.llm import LLMClient
-from ambitab_gym.llm.testing import ScriptedServer, role_rules
+from ambitab_gym.testing.llm_server import ScriptedServer, role_rules
 
 
 def scripted_rules(questions: int):

@@ -34,11 +34,15 @@ from ambitab_gym.evaluation import (
 )
 from ambitab_gym.integrations.common import macro_means, score_episode
 from ambitab_gym.llm import LLMClient
-from ambitab_gym.llm.prompts import ROLE_MARKERS
-from ambitab_gym.llm.testing import ASKER_TURN_PATTERN, ScriptedServer, ScriptRule
 from ambitab_gym.metrics import score_credits
 from ambitab_gym.oracles import REFUSAL, Route
 from ambitab_gym.oracles.routes import score_route
+from ambitab_gym.testing.llm_server import (
+    ASKER_TURN_PATTERN,
+    ROLE_MARKERS,
+    ScriptedServer,
+    ScriptRule,
+)
 from ambitab_gym.trajectory import FALLBACK_STOP
 
 CORPUS = "AmbiTab-Bird-v0"

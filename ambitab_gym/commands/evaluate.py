@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
     """The LLM server options and the LLM oracle's access options (shared with ``leakage``)."""
-    from ambitab_gym.llm import add_llm_arguments, add_oracle_arguments
+    from ambitab_gym.commands.llm_options import add_llm_arguments, add_oracle_arguments
 
     add_llm_arguments(parser)
     add_oracle_arguments(parser)
@@ -81,7 +81,7 @@ def oracle_options(args: argparse.Namespace) -> dict:
     """The LLM oracle's access options given on the command line."""
     if getattr(args, "oracle", None) != "llm":
         return {}
-    from ambitab_gym.llm import oracle_options_from_args
+    from ambitab_gym.commands.llm_options import oracle_options_from_args
 
     return oracle_options_from_args(args)
 
@@ -90,7 +90,7 @@ def llm_client_from(args: argparse.Namespace):
     """The LLM client named by --llm-url/--model, or None."""
     if not getattr(args, "llm_url", None):
         return None
-    from ambitab_gym.llm import client_from_args
+    from ambitab_gym.commands.llm_options import client_from_args
 
     return client_from_args(args)
 

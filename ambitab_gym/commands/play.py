@@ -9,7 +9,7 @@ import sys
 
 from ambitab_gym.commands._args import non_negative_int
 from ambitab_gym.commands.evaluate import llm_client_from
-from ambitab_gym.llm import add_llm_arguments
+from ambitab_gym.commands.llm_options import add_llm_arguments
 
 __all__ = ["register", "run"]
 

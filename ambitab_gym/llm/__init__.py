@@ -1,48 +1,52 @@
-"""LLMs in all three roles, behind any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...).
+"""The LLM transport: an async client for any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...).
 
-* :class:`LLMClient` - the async chat-completions client (:mod:`ambitab_gym.llm.client`) and
-  its errors, each with a ``category``.
-* :func:`make_llm_asker` - an :class:`~ambitab_gym.policies.llm.LLMAsker` for a strategy
-  (``direct``, ``checklist-chat``, ``checklist-ledger``).
-* :func:`make_llm_solver` - an :class:`~ambitab_gym.policies.llm.LLMSolver`.
-* :func:`make_llm_oracle` - an :class:`~ambitab_gym.oracles.llm.LLMOracle` with an access
-  policy (``scoped``/``unfiltered``) and the "responder reads the reference SQL" switch.
-* :func:`add_llm_arguments` and :func:`client_from_args` - the command-line options
-  (``--llm-url``, ``--model``, ...) and the client they describe.
-* :func:`add_oracle_arguments` and :func:`oracle_options_from_args` - the LLM oracle's access
-  options (``--oracle-policy``, ``--responder-reads-sql``, ``--matcher-reads-dialogue``).
-* :func:`parse_llm_spec` - ``llm:checklist-ledger`` -> ``checklist-ledger``.
+* :class:`LLMClient` - the chat-completions client (:mod:`ambitab_gym.llm.client`): timeouts,
+  retries with backoff, a concurrency limit, small connection pools, sampling pass-through.
+* :class:`ChatResult` - one completion; :class:`CallRecord`, :class:`UsageSummary` - token usage
+  and latency (:mod:`ambitab_gym.llm.usage`).
+* :class:`LLMError` and its subclasses, each with a ``category`` (:mod:`ambitab_gym.llm.errors`).
+* :func:`response_format` - the ``response_format`` request field for structured output.
+* :data:`DEFAULT_CONCURRENCY` - requests in flight when nobody says otherwise.
 
-Prompts live in :mod:`ambitab_gym.llm.prompts`, output parsing in :mod:`ambitab_gym.llm.parsing`
-and a scripted test server in :mod:`ambitab_gym.llm.testing`.
+That is all this unit holds. What is sent and how replies are read belongs to the side of the
+trust boundary that sends it: the asker and solver (agent side) in :mod:`ambitab_gym.policies.llm`
+and :mod:`ambitab_gym.policies.llm_prompts`; the matcher, responder and their access policy
+(privileged side) in :mod:`ambitab_gym.oracles.llm`, :mod:`ambitab_gym.oracles.llm_prompts` and
+:mod:`ambitab_gym.oracles.access`. Command-line options are in
+:mod:`ambitab_gym.commands.llm_options`, the scripted test server in
+:mod:`ambitab_gym.testing.llm_server`. No module of this unit imports the oracles, the policies
+or the commands.
+
+Deprecated (one release): the names that moved away (``make_llm_asker``, ``make_llm_solver``,
+``make_llm_oracle``, ``parse_llm_spec``, ``ASKER_STRATEGIES``, ``add_llm_arguments``,
+``client_from_args``, ``add_oracle_arguments``, ``oracle_options_from_args``) still resolve here
+with a ``DeprecationWarning``, looked up by module name at first access; the old modules
+``ambitab_gym.llm.prompts``, ``.parsing``, ``.access``, ``.testing`` and ``.scripted`` are shims
+that nothing in the package imports.
 """
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ambitab_gym.llm._moved import moved
 from ambitab_gym.llm.client import (
-    CallRecord,
+    DEFAULT_CONCURRENCY,
     ChatResult,
     LLMClient,
+    response_format,
+)
+from ambitab_gym.llm.errors import (
     LLMConnectionError,
     LLMContextOverflow,
     LLMError,
     LLMHTTPError,
     LLMMalformedResponse,
     LLMTimeout,
-    UsageSummary,
 )
-from ambitab_gym.llm.prompts import ASKER_STRATEGIES
-
-if TYPE_CHECKING:
-    from ambitab_gym.corpora import Corpus
-    from ambitab_gym.oracles.llm import LLMOracle
-    from ambitab_gym.policies.llm import LLMAsker, LLMSolver
+from ambitab_gym.llm.usage import CallRecord, UsageSummary
 
 __all__ = [
-    "ASKER_STRATEGIES",
     "DEFAULT_CONCURRENCY",
     "CallRecord",
     "ChatResult",
@@ -54,260 +58,25 @@ __all__ = [
     "LLMMalformedResponse",
     "LLMTimeout",
     "UsageSummary",
-    "add_llm_arguments",
-    "add_oracle_arguments",
-    "client_from_args",
-    "make_llm_asker",
-    "make_llm_oracle",
-    "make_llm_solver",
-    "oracle_options_from_args",
-    "parse_llm_spec",
+    "response_format",
 ]
 
-
-def make_llm_asker(strategy: str, client: LLMClient, **options: Any) -> LLMAsker:
-    """An LLM asker.
-
-    Args:
-        strategy: ``direct``, ``checklist-chat`` or ``checklist-ledger`` (an ``llm:`` prefix is
-            accepted).
-        client: the LLM client.
-        **options: further :class:`~ambitab_gym.policies.llm.LLMAsker` options
-            (``on_unreadable``, ``max_tokens``, ``temperature``, ``seed``).
-
-    Returns:
-        The asker.
-    """
-    from ambitab_gym.policies.llm import LLMAsker
-
-    return LLMAsker(client, parse_llm_spec(strategy) or "checklist-ledger", **options)
+_POLICIES = "ambitab_gym.policies.llm"
+_OPTIONS = "ambitab_gym.commands.llm_options"
+#: Deprecated names -> the module path they live in now (resolved at first access only, so
+#: importing this unit loads nothing outside it).
+_MOVED: dict[str, str] = {
+    "ASKER_STRATEGIES": "ambitab_gym.policies.llm_prompts",
+    "make_llm_asker": _POLICIES,
+    "make_llm_solver": _POLICIES,
+    "parse_llm_spec": _POLICIES,
+    "make_llm_oracle": "ambitab_gym.oracles.llm",
+    "add_llm_arguments": _OPTIONS,
+    "add_oracle_arguments": _OPTIONS,
+    "client_from_args": _OPTIONS,
+    "oracle_options_from_args": _OPTIONS,
+}
 
 
-def make_llm_solver(client: LLMClient, **options: Any) -> LLMSolver:
-    """An LLM solver.
-
-    Args:
-        client: the LLM client.
-        **options: ``dialect`` (or ``corpus``, whose manifest names the dialect), ``max_tokens``,
-            ``temperature``, ``seed``.
-
-    Returns:
-        The solver.
-    """
-    from ambitab_gym.policies.llm import LLMSolver
-
-    corpus = options.pop("corpus", None)
-    if corpus is not None and "dialect" not in options:
-        if isinstance(corpus, str):
-            from ambitab_gym.corpora import load_corpus
-
-            corpus = load_corpus(corpus)
-        options["dialect"] = corpus.manifest.dialect
-    return LLMSolver(client, **options)
-
-
-def make_llm_oracle(
-    corpus: Corpus | str | None,
-    client: LLMClient,
-    *,
-    policy: str = "scoped",
-    responder_reads_sql: bool | None = None,
-    **options: Any,
-) -> LLMOracle:
-    """An LLM oracle; see :func:`ambitab_gym.oracles.llm.make_llm_oracle` for the options.
-
-    Args:
-        corpus: the corpus (or its name), or None.
-        client: the LLM client.
-        policy: ``scoped``, ``unfiltered`` or ``auto`` (by the corpus's oracle kind).
-        responder_reads_sql: the responder reads the reference SQL (default: the policy's).
-
-    Returns:
-        The oracle.
-    """
-    from ambitab_gym.oracles.llm import make_llm_oracle as build
-
-    return build(corpus, client, policy=policy, responder_reads_sql=responder_reads_sql, **options)
-
-
-def parse_llm_spec(spec: str) -> str | None:
-    """The strategy in an ``llm`` or ``llm:<strategy>`` spec; None when there is none.
-
-    >>> parse_llm_spec("llm:checklist-chat"), parse_llm_spec("llm"), parse_llm_spec("direct")
-    ('checklist-chat', None, 'direct')
-    """
-    spec = spec.strip()
-    if spec == "llm":
-        return None
-    if spec.startswith("llm:"):
-        spec = spec[4:]
-    if spec not in ASKER_STRATEGIES:
-        raise ValueError(
-            f"unknown LLM asking strategy {spec!r}; use llm:{' / llm:'.join(ASKER_STRATEGIES)}"
-        )
-    return spec
-
-
-#: Requests in flight when the command line does not say (the campaign runner's default).
-DEFAULT_CONCURRENCY = 64
-
-
-def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
-    """Add the LLM server options to a command-line parser.
-
-    Options: ``--llm-url``, ``--model``, ``--api-key-env``, ``--concurrency``, ``--llm-timeout``,
-    ``--llm-retries``, ``--temperature``, ``--top-p``, ``--structured-output``, ``--no-thinking``.
-    An option the parser already has (``--concurrency`` of ``evaluate``, say) is left as it is
-    and read from there.
-
-    Args:
-        parser: the parser.
-        prefix: e.g. ``oracle-`` for a second server (``--oracle-llm-url``, ``--oracle-model``,
-            ...); unset prefixed options fall back to the unprefixed ones.
-
-    Example:
-        >>> parser = argparse.ArgumentParser()
-        >>> add_llm_arguments(parser)
-        >>> args = parser.parse_args(["--llm-url", "http://127.0.0.1:8000/v1", "--model", "m",
-        ...                           "--no-thinking", "--concurrency", "8"])
-        >>> client = client_from_args(args)
-        >>> client.model, client.disable_thinking, client.concurrency
-        ('m', True, 8)
-    """
-    existing = set(getattr(parser, "_option_string_actions", {}))
-    title = f"LLM server ({prefix.rstrip('-')})" if prefix else "LLM server"
-    group = parser.add_argument_group(title)
-
-    def add(name: str, **kwargs: Any) -> None:
-        flag = f"--{prefix}{name}"
-        if flag not in existing:
-            group.add_argument(flag, **kwargs)
-
-    add("llm-url", default=None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
-    add("model", default=None, help="the model name the server serves")
-    add(
-        "api-key-env",
-        default=None,
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
-    )
-    add(
-        "concurrency",
-        type=int,
-        default=None,
-        help=f"requests in flight at once (default {DEFAULT_CONCURRENCY})",
-    )
-    add("llm-timeout", type=float, default=None, help="seconds one request may take (default 120)")
-    add(
-        "llm-retries",
-        type=int,
-        default=None,
-        help="retries after a timeout, lost connection, 429 or 5xx (default 3)",
-    )
-    add("temperature", type=float, default=None, help="sampling temperature")
-    add("top-p", type=float, default=None, help="nucleus sampling threshold")
-    add(
-        "structured-output",
-        action="store_true",
-        default=None,
-        help="ask for JSON-schema constrained replies (response_format); helps small models",
-    )
-    add(
-        "no-thinking",
-        action="store_true",
-        default=None,
-        help="disable thinking (chat_template_kwargs enable_thinking=false; <think> is stripped)",
-    )
-
-
-def client_from_args(args: argparse.Namespace, *, prefix: str = "", seed: int | None = None):
-    """The :class:`LLMClient` the options of :func:`add_llm_arguments` describe.
-
-    Args:
-        args: parsed arguments.
-        prefix: the prefix given to :func:`add_llm_arguments`; unset values fall back to the
-            unprefixed options.
-        seed: the sampling seed.
-
-    Returns:
-        A client, or None when no ``--llm-url`` was given.
-
-    Raises:
-        ValueError: a URL without a model.
-    """
-    key = prefix.replace("-", "_")
-
-    def get(name: str) -> Any:
-        value = getattr(args, f"{key}{name}", None)
-        if value is None and key:
-            value = getattr(args, name, None)
-        return value
-
-    url = get("llm_url")
-    if not url:
-        return None
-    model = get("model")
-    if not model:
-        raise ValueError(f"--{prefix}llm-url needs --{prefix}model (the model the server serves)")
-    return LLMClient.from_options(
-        url,
-        model,
-        api_key_env=get("api_key_env") or "OPENAI_API_KEY",
-        concurrency=get("concurrency") or DEFAULT_CONCURRENCY,
-        timeout_s=get("llm_timeout") or 120.0,
-        max_retries=3 if get("llm_retries") is None else get("llm_retries"),
-        temperature=get("temperature"),
-        top_p=get("top_p"),
-        seed=seed,
-        disable_thinking=bool(get("no_thinking")),
-        structured_output=bool(get("structured_output")),
-    )
-
-
-def add_oracle_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the LLM oracle's access options to a command-line parser.
-
-    ``--oracle-policy auto|scoped|unfiltered`` (auto: scoped on intent corpora, unfiltered on
-    knowledge corpora, as paper Table 6 pairs them), ``--responder-reads-sql`` /
-    ``--no-responder-reads-sql`` (default: the policy's), ``--matcher-reads-dialogue``.
-
-    Example:
-        >>> parser = argparse.ArgumentParser()
-        >>> add_oracle_arguments(parser)
-        >>> oracle_options_from_args(parser.parse_args(["--oracle-policy", "unfiltered",
-        ...                                             "--no-responder-reads-sql"]))
-        {'policy': 'unfiltered', 'responder_reads_sql': False}
-    """
-    group = parser.add_argument_group("LLM oracle")
-    group.add_argument(
-        "--oracle-policy",
-        choices=("auto", "scoped", "unfiltered"),
-        default="auto",
-        help="what the LLM oracle may read (default auto: scoped on intent corpora, "
-        "unfiltered on knowledge corpora)",
-    )
-    group.add_argument(
-        "--responder-reads-sql",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="the LLM responder reads the reference SQL (default: off scoped, on unfiltered)",
-    )
-    group.add_argument(
-        "--matcher-reads-dialogue",
-        action="store_true",
-        help="the LLM matcher reads the earlier dialogue, not only the current question",
-    )
-
-
-def oracle_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The :func:`make_llm_oracle` options of :func:`add_oracle_arguments` (unset ones left out).
-
-    Returns:
-        Keyword options for the oracle factory (``policy``, ``responder_reads_sql``,
-        ``matcher_reads_dialogue``).
-    """
-    options: dict[str, Any] = {"policy": getattr(args, "oracle_policy", None) or "auto"}
-    if getattr(args, "responder_reads_sql", None) is not None:
-        options["responder_reads_sql"] = args.responder_reads_sql
-    if getattr(args, "matcher_reads_dialogue", False):
-        options["matcher_reads_dialogue"] = True
-    return options
+def __getattr__(name: str) -> Any:
+    return moved(__name__, name, _MOVED)

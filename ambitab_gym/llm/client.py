@@ -6,6 +6,9 @@
   through, a switch that disables thinking, and token usage and latency recorded per call.
 * :class:`ChatResult` - the text of one completion (thinking stripped) with its accounting.
 * :class:`CallRecord` and :class:`UsageSummary` - per-call and aggregated accounting.
+* :func:`response_format` - the ``response_format`` request field asking for JSON that follows
+  a schema (structured output).
+* :data:`DEFAULT_CONCURRENCY` - requests in flight when nobody says otherwise.
 * :class:`LLMError` and its subclasses - every failure carries a ``category`` (``timeout``,
   ``connection``, ``http_500``, ``http_429``, ``malformed_output``, ``context_overflow``, ...)
   that evaluation campaigns record on the episode.
@@ -41,10 +44,11 @@ from ambitab_gym.llm.errors import (
     LLMMalformedResponse,
     LLMTimeout,
 )
-from ambitab_gym.llm.parsing import strip_thinking
 from ambitab_gym.llm.usage import CallRecord, UsageSummary
+from ambitab_gym.textutil import strip_thinking
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
     "CallRecord",
     "ChatResult",
     "LLMClient",
@@ -55,9 +59,23 @@ __all__ = [
     "LLMMalformedResponse",
     "LLMTimeout",
     "UsageSummary",
+    "response_format",
 ]
 
 T = TypeVar("T")
+
+#: Requests in flight when the command line does not say (the campaign runner's default).
+DEFAULT_CONCURRENCY = 64
+
+
+def response_format(name: str, schema: dict) -> dict:
+    """An OpenAI ``response_format`` asking for JSON that follows ``schema``.
+
+    >>> response_format("answer", {"type": "object"})["json_schema"]["name"]
+    'answer'
+    """
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
 
 # Phrases servers use when a prompt does not fit the context window (OpenAI, vLLM, llama.cpp,
 # Ollama, TGI).
@@ -167,7 +185,7 @@ class LLMClient:
         history: how many per-call records to keep in :attr:`calls` (totals are always kept).
 
     Example:
-        >>> from ambitab_gym.llm.testing import ScriptedServer, ScriptRule
+        >>> from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
         >>> with ScriptedServer([ScriptRule(reply="Hello there.")]) as server:
         ...     with LLMClient(server.url, "scripted") as client:
         ...         result = client.chat([{"role": "user", "content": "Say hello"}])

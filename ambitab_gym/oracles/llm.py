@@ -1,7 +1,7 @@
 """The two-stage LLM oracle (DESIGN section 6; paper Table 6, Appendix G).
 
 * :func:`sql_segments`, :class:`AccessPolicy`, :class:`NotesBuilder`, :func:`resolve_term` - what
-  each stage may read (defined in :mod:`ambitab_gym.llm.access`, re-exported here): ``scoped`` or
+  each stage may read (defined in :mod:`ambitab_gym.oracles.access`, re-exported here): ``scoped`` or
   ``unfiltered``, the "responder reads the reference SQL" switch, and the reference SQL cut into
   clause segments with sqlglot.
 * :class:`MatchDecision` - the matcher's route and the credits it implies.
@@ -30,23 +30,27 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ambitab_gym.llm.access import AccessPolicy, NotesBuilder, resolve_term, sql_segments
-from ambitab_gym.llm.parsing import (
-    MatcherAction,
-    find_json_object,
-    matcher_rationale,
-    parse_matcher_output,
-    parse_responder_output,
-)
-from ambitab_gym.llm.prompts import (
-    matcher_messages,
-    matcher_schema,
-    responder_messages,
-    responder_schema,
-    response_format,
+from ambitab_gym.llm.client import response_format
+from ambitab_gym.oracles.access import (
+    AccessPolicy,
+    NotesBuilder,
+    policy_for_corpus,
+    resolve_term,
+    sql_segments,
 )
 from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext, Route
+from ambitab_gym.oracles.llm_prompts import (
+    MatcherAction,
+    matcher_messages,
+    matcher_rationale,
+    matcher_schema,
+    parse_matcher_output,
+    parse_responder_output,
+    responder_messages,
+    responder_schema,
+)
 from ambitab_gym.oracles.routes import score_route
+from ambitab_gym.textutil import find_json_object
 
 if TYPE_CHECKING:
     from ambitab_gym.corpora import Corpus
@@ -294,7 +298,7 @@ class LLMOracle(Oracle):
 
     Example:
         >>> from ambitab_gym.llm import LLMClient
-        >>> from ambitab_gym.llm.testing import ScriptedServer, ScriptRule
+        >>> from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
         >>> from ambitab_gym.records import parse_record
         >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
         ...     "spec": {"request": "List top customers", "database": "shop"},
@@ -389,8 +393,7 @@ def make_llm_oracle(
 
         corpus = load_corpus(corpus)
     if policy == "auto":
-        kind = corpus.manifest.oracle if corpus is not None else "intent"
-        policy = "unfiltered" if kind == "knowledge" else "scoped"
+        policy = policy_for_corpus(corpus.manifest.oracle if corpus is not None else "intent")
     if isinstance(policy, str):
         policy = AccessPolicy.named(
             policy,

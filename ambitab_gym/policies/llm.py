@@ -4,9 +4,13 @@
   ``direct``, ``checklist-chat`` or ``checklist-ledger``; emits the JSON action form
   ``{"type": "clarification" | "done", "output": ...}``.
 * :class:`LLMSolver` - writes the final SQL from the request and the visible dialogue.
+* :func:`make_llm_asker`, :func:`make_llm_solver` - build them (by strategy name; by corpus for
+  the solver's SQL dialect); :func:`parse_llm_spec` - ``llm:checklist-ledger`` ->
+  ``checklist-ledger``.
 
 Both read only a :class:`~ambitab_gym.trajectory.PublicView` (the agent side of the trust
-boundary) and offer an async method (``aact``/``asolve``) for campaigns and a blocking one
+boundary), take their prompts from :mod:`ambitab_gym.policies.llm_prompts` and import nothing
+from the oracle side; they offer an async method (``aact``/``asolve``) for campaigns and a blocking one
 (``act``/``solve``) for plain ``env.step`` loops.
 """
 
@@ -15,23 +19,34 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ambitab_gym.llm.parsing import extract_sql, parse_asker_output
-from ambitab_gym.llm.prompts import (
+from ambitab_gym.llm.client import LLMMalformedResponse, response_format
+from ambitab_gym.policies.llm_prompts import (
     ASKER_STRATEGIES,
     asker_messages,
     asker_schema,
-    response_format,
+    parse_asker_output,
     solver_messages,
     solver_schema,
 )
+from ambitab_gym.textutil import extract_sql
 from ambitab_gym.trajectory import FALLBACK_STOP, PublicView
 
 if TYPE_CHECKING:
+    from ambitab_gym.corpora import Corpus
     from ambitab_gym.llm.client import LLMClient
 
-__all__ = ["DONE_ACTION", "FALLBACK_STOP", "LLMAsker", "LLMSolver", "clarification_action"]
+__all__ = [
+    "DONE_ACTION",
+    "FALLBACK_STOP",
+    "LLMAsker",
+    "LLMSolver",
+    "clarification_action",
+    "make_llm_asker",
+    "make_llm_solver",
+    "parse_llm_spec",
+]
 
 #: The JSON stop action the LLM asker emits.
 DONE_ACTION = json.dumps({"type": "done", "output": None})
@@ -81,7 +96,7 @@ class LLMAsker:
 
     Example:
         >>> from ambitab_gym.llm import LLMClient
-        >>> from ambitab_gym.llm.testing import ScriptedServer, ScriptRule
+        >>> from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
         >>> from ambitab_gym.records import PublicSpec
         >>> view = PublicView(PublicSpec(request="List top customers.", database="shop"),
         ...                   questions_left=3)
@@ -158,8 +173,6 @@ class LLMAsker:
             return DONE_ACTION
         self._counts.add("unreadable")
         if self.on_unreadable == "raise":
-            from ambitab_gym.llm.client import LLMMalformedResponse
-
             raise LLMMalformedResponse(f"the asker's reply is not an action: {result.text[:200]!r}")
         if self.on_unreadable == "question" and result.text.strip():
             self._counts.add("questions")
@@ -189,7 +202,7 @@ class LLMSolver:
 
     Example:
         >>> from ambitab_gym.llm import LLMClient
-        >>> from ambitab_gym.llm.testing import ScriptedServer, ScriptRule
+        >>> from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
         >>> from ambitab_gym.records import PublicSpec
         >>> view = PublicView(PublicSpec(request="Count staff.", database="hr"), phase="sql")
         >>> rule = ScriptRule('{"reasoning": "easy", "type": "final_sql", '
@@ -248,3 +261,77 @@ class LLMSolver:
     def solve(self, view: PublicView) -> str:
         """Blocking :meth:`asolve`."""
         return self.client.run_sync(self.asolve(view))
+
+
+def parse_llm_spec(spec: str) -> str | None:
+    """The strategy in an ``llm`` or ``llm:<strategy>`` spec; None when there is none.
+
+    >>> parse_llm_spec("llm:checklist-chat"), parse_llm_spec("llm"), parse_llm_spec("direct")
+    ('checklist-chat', None, 'direct')
+    """
+    spec = spec.strip()
+    if spec == "llm":
+        return None
+    if spec.startswith("llm:"):
+        spec = spec[4:]
+    if spec not in ASKER_STRATEGIES:
+        raise ValueError(
+            f"unknown LLM asking strategy {spec!r}; use llm:{' / llm:'.join(ASKER_STRATEGIES)}"
+        )
+    return spec
+
+
+def make_llm_asker(
+    strategy: str,
+    client: LLMClient,
+    *,
+    on_unreadable: Literal["stop", "raise", "question"] = "stop",
+    max_tokens: int | None = 512,
+    temperature: float | None = None,
+    seed: int | None = None,
+    structured: bool | None = None,
+) -> LLMAsker:
+    """An LLM asker.
+
+    Args:
+        strategy: ``direct``, ``checklist-chat`` or ``checklist-ledger`` (an ``llm:`` prefix is
+            accepted; plain ``llm`` means ``checklist-ledger``).
+        client: the LLM client.
+        on_unreadable, max_tokens, temperature, seed, structured: as for :class:`LLMAsker`.
+
+    Returns:
+        The asker.
+    """
+    return LLMAsker(
+        client,
+        parse_llm_spec(strategy) or "checklist-ledger",
+        on_unreadable=on_unreadable,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
+        structured=structured,
+    )
+
+
+def make_llm_solver(
+    client: LLMClient, *, corpus: Corpus | str | None = None, **options: Any
+) -> LLMSolver:
+    """An LLM solver.
+
+    Args:
+        client: the LLM client.
+        corpus: a corpus (or its name) whose manifest names the SQL dialect, unless ``dialect``
+            is given.
+        **options: further :class:`LLMSolver` options (``dialect``, ``max_tokens``,
+            ``temperature``, ``seed``, ``structured``).
+
+    Returns:
+        The solver.
+    """
+    if corpus is not None and "dialect" not in options:
+        if isinstance(corpus, str):
+            from ambitab_gym.corpora import load_corpus
+
+            corpus = load_corpus(corpus)
+        options["dialect"] = corpus.manifest.dialect
+    return LLMSolver(client, **options)

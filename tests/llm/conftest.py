@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ambitab_gym.llm import LLMClient
-from ambitab_gym.llm.testing import ScriptedServer
+from ambitab_gym.testing.llm_server import ScriptedServer
 
 
 @pytest.fixture

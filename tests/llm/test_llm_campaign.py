@@ -9,8 +9,7 @@ from llm_helpers import contents
 
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
-from ambitab_gym.llm.prompts import ROLE_MARKERS
-from ambitab_gym.llm.testing import role_rules
+from ambitab_gym.testing.llm_server import ROLE_MARKERS, role_rules
 
 CORPUS = "AmbiTab-Bird-v0"
 

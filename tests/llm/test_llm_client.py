@@ -15,7 +15,7 @@ from ambitab_gym.llm import (
     LLMMalformedResponse,
     LLMTimeout,
 )
-from ambitab_gym.llm.testing import ScriptRule
+from ambitab_gym.testing.llm_server import ScriptRule
 
 HELLO = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi now"}]
 

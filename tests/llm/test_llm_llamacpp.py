@@ -18,14 +18,10 @@ from pathlib import Path
 import pytest
 
 from ambitab_gym import AmbiTabEnv, parse_action
-from ambitab_gym.llm import (
-    LLMClient,
-    LLMContextOverflow,
-    make_llm_asker,
-    make_llm_oracle,
-    make_llm_solver,
-)
+from ambitab_gym.llm import LLMClient, LLMContextOverflow
 from ambitab_gym.oracles import canonical_question
+from ambitab_gym.oracles.llm import make_llm_oracle
+from ambitab_gym.policies.llm import make_llm_asker, make_llm_solver
 
 CORPUS = "AmbiTab-AmbiQT-v0"  # the smallest schemas of the bundled corpora
 

@@ -9,21 +9,18 @@ import pytest
 from llm_helpers import contents, record
 
 from ambitab_gym.cli import main as cli_main
-from ambitab_gym.llm import (
+from ambitab_gym.commands.llm_options import (
     DEFAULT_CONCURRENCY,
     add_llm_arguments,
     add_oracle_arguments,
     client_from_args,
-    make_llm_asker,
-    make_llm_oracle,
-    make_llm_solver,
     oracle_options_from_args,
-    parse_llm_spec,
 )
-from ambitab_gym.llm.prompts import ROLE_MARKERS
-from ambitab_gym.llm.testing import role_rules
 from ambitab_gym.oracles import OracleContext
+from ambitab_gym.oracles.llm import make_llm_oracle
+from ambitab_gym.policies.llm import make_llm_asker, make_llm_solver, parse_llm_spec
 from ambitab_gym.records import PublicSpec
+from ambitab_gym.testing.llm_server import ROLE_MARKERS, role_rules
 from ambitab_gym.trajectory import PublicView
 
 

@@ -9,10 +9,7 @@ import pytest
 from llm_helpers import contents, record
 
 from ambitab_gym.corpora import load_corpus
-from ambitab_gym.llm import LLMError, make_llm_oracle
-from ambitab_gym.llm.access import AccessPolicy, sql_segments
-from ambitab_gym.llm.prompts import ROLE_MARKERS
-from ambitab_gym.llm.testing import ScriptRule
+from ambitab_gym.llm import LLMError
 from ambitab_gym.oracles import (
     REFUSAL,
     IntentMatcher,
@@ -21,7 +18,9 @@ from ambitab_gym.oracles import (
     OracleTurn,
     ReferenceResponder,
 )
-from ambitab_gym.oracles.llm import LLMMatcher, LLMResponder, NotesBuilder
+from ambitab_gym.oracles.access import AccessPolicy, sql_segments
+from ambitab_gym.oracles.llm import LLMMatcher, LLMResponder, NotesBuilder, make_llm_oracle
+from ambitab_gym.testing.llm_server import ROLE_MARKERS, ScriptRule
 
 SQL = "SELECT name FROM customers ORDER BY spent DESC LIMIT 5"
 

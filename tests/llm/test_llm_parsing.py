@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ambitab_gym.llm.parsing import (
-    AskerOutput,
+from ambitab_gym.oracles.llm_prompts import (
     MatcherAction,
-    extract_sql,
-    find_json_object,
-    parse_asker_output,
     parse_matcher_output,
     parse_responder_output,
-    strip_thinking,
 )
+from ambitab_gym.policies.llm_prompts import AskerOutput, parse_asker_output
+from ambitab_gym.textutil import extract_sql, find_json_object, strip_thinking
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,17 @@ import pytest
 from llm_helpers import contents
 
 from ambitab_gym import AmbiTabEnv, load_corpus, parse_action
-from ambitab_gym.llm import LLMMalformedResponse, make_llm_asker, make_llm_solver
-from ambitab_gym.llm.prompts import ASKER_STRATEGIES, ROLE_MARKERS
-from ambitab_gym.llm.testing import ScriptRule, role_rules
-from ambitab_gym.policies.llm import DONE_ACTION, FALLBACK_STOP, LLMAsker
+from ambitab_gym.llm import LLMMalformedResponse
+from ambitab_gym.policies.llm import (
+    DONE_ACTION,
+    FALLBACK_STOP,
+    LLMAsker,
+    make_llm_asker,
+    make_llm_solver,
+)
+from ambitab_gym.policies.llm_prompts import ASKER_STRATEGIES
 from ambitab_gym.records import PublicSpec
+from ambitab_gym.testing.llm_server import ROLE_MARKERS, ScriptRule, role_rules
 from ambitab_gym.trajectory import PublicView
 
 RECORD = "bird-0001"  # two ambiguities: "top customers" and "spending"; budget 4 questions
@@ -155,7 +161,7 @@ def test_full_llm_episode_through_env_step(serve, make_client):
     )
     server = serve(rules)
     client = make_client(server.url)
-    from ambitab_gym.llm import make_llm_oracle
+    from ambitab_gym.oracles.llm import make_llm_oracle
 
     env = AmbiTabEnv(
         "AmbiTab-Bird-v0",

@@ -7,19 +7,21 @@ import json
 import pytest
 
 from ambitab_gym.corpora import ENV_IDS, load_corpus
-from ambitab_gym.llm.prompts import (
-    ASKER_STRATEGIES,
-    ROLE_MARKERS,
+from ambitab_gym.oracles import REFUSAL
+from ambitab_gym.oracles.llm_prompts import (
     NoteEntry,
     OracleNotes,
-    asker_messages,
-    is_refusal,
     matcher_messages,
     responder_messages,
+)
+from ambitab_gym.policies.llm_prompts import (
+    ASKER_STRATEGIES,
+    asker_messages,
+    is_refusal,
     solver_messages,
 )
-from ambitab_gym.oracles import REFUSAL
 from ambitab_gym.records import PublicSpec
+from ambitab_gym.testing.llm_server import ROLE_MARKERS
 from ambitab_gym.trajectory import DialogueTurn, PublicView
 
 SPEC = PublicSpec(request="List our top customers by spending.", database="shop")

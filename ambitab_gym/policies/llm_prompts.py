@@ -1,0 +1,362 @@
+"""Prompts and reply readers of the agent side: the LLM askers and the LLM solver.
+
+* :class:`AskerStrategy` and :data:`STRATEGIES` - the asking strategies of paper Table 9
+  (``direct``, ``checklist-chat``, ``checklist-ledger``) by name; :data:`ASKER_STRATEGIES` their
+  names.
+* :func:`asker_messages` - the chat messages an asker sends for a :class:`PublicView`.
+* :func:`solver_messages` - the solver's messages (request, schema and the clarifications).
+* :func:`is_refusal` - whether a visible answer declines to answer (the ledger's second list).
+* :data:`ROLE_MARKERS` - a phrase every system prompt of the asker and of the solver contains
+  (scripted test servers route on it).
+* :func:`asker_schema`, :func:`solver_schema` - JSON schemas for structured output
+  (``response_format``), which keep small models to the expected JSON.
+* :class:`AskerOutput` and :func:`parse_asker_output` - the asker's JSON action
+  ``{"type": "clarification" | "done", "output": ...}``; the solver's SQL is read by
+  :func:`ambitab_gym.textutil.extract_sql`.
+
+This module is on the agent side of the trust boundary: it reads only the
+:class:`~ambitab_gym.trajectory.PublicView` (the public spec and the visible dialogue) and imports
+nothing from the oracle's prompts or access policy. The texts are this project's own wording of
+the paper's strategies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from ambitab_gym.oracles.base import REFUSAL
+from ambitab_gym.textutil import find_json_object, strip_thinking
+from ambitab_gym.trajectory import PublicView
+
+__all__ = [
+    "ASKER_STRATEGIES",
+    "DIALECT_NAMES",
+    "ROLE_MARKERS",
+    "STRATEGIES",
+    "AskerOutput",
+    "AskerStrategy",
+    "asker_messages",
+    "asker_schema",
+    "is_refusal",
+    "parse_asker_output",
+    "solver_messages",
+    "solver_schema",
+]
+
+Messages = list[dict[str, str]]
+
+#: A phrase found in every system prompt of each agent-side role.
+ROLE_MARKERS = {
+    "asker": "sharpen a database request",
+    "solver": "write the final SQL query",
+}
+
+#: Display names of SQL dialects.
+DIALECT_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "duckdb": "DuckDB"}
+
+_ASKER_OUTPUT = """Reply with exactly one JSON object and nothing else:
+- to ask: {"type": "clarification", "output": "<your one question>"}
+- to stop: {"type": "done", "output": null}"""
+
+_ASKER_INTRO = (
+    "You help a user sharpen a database request before a separate SQL writer turns it into a "
+    "query. You cannot run SQL and you must not write any; your only tool is asking the user."
+)
+
+_DIRECT = f"""{_ASKER_INTRO}
+
+Compare the request with the database description. If a part of the request could reasonably \
+be read in more than one way, or rests on a notion the description does not pin down, ask the \
+user about it. Ask one short, concrete question per turn and never repeat a question that was \
+already asked.
+
+Stop as soon as the request is clear enough for one unambiguous query, or when nothing new is \
+left to ask.
+
+{_ASKER_OUTPUT}"""
+
+_CHECKLIST_METHOD = """Work through this method on every turn before you reply:
+1. Make a checklist. Go over the request phrase by phrase against the schema, the column \
+meanings and the external knowledge, and list every item that is (a) a term whose meaning is \
+not defined, (b) unclear about which table, column or value it points to, or (c) an operation \
+whose exact rule is left open: a threshold, a time window, rounding, ties, ranking, duplicates, \
+missing values, how tables are joined. Requests usually hide several such items; listing too \
+few is the most common and most costly mistake.
+2. Tick off what is settled. An item the user has answered is settled: do not ask about it \
+again and do not rephrase a question you already asked.
+3. Ask about one open item: one clear question in the user's own terms."""
+
+_CHAT_STOP = """4. Stop when every item on your checklist is settled, or when no item is left \
+that you have not asked about."""
+
+_LEDGER_STOP = """4. Keep asking while any item is still open and you have questions left. Do \
+not stop because the request feels clear after one or two answers: an item you guess at \
+usually means a wrong query. Stop only when every item is settled or was asked without an \
+answer."""
+
+_CHAT = f"{_ASKER_INTRO}\n\n{_CHECKLIST_METHOD}\n{_CHAT_STOP}\n\n{_ASKER_OUTPUT}"
+_LEDGER = f"{_ASKER_INTRO}\n\n{_CHECKLIST_METHOD}\n{_LEDGER_STOP}\n\n{_ASKER_OUTPUT}"
+
+_REFUSAL_WORDS = re.compile(
+    r"\b(sorry|can(?:no|')t (?:help|answer|say|tell)|unable to (?:help|answer)|out of scope|"
+    r"not (?:able|sure)|(?:don't|do not) know|no idea|not relevant|doesn't matter)\b",
+    re.IGNORECASE,
+)
+
+
+def is_refusal(answer: str) -> bool:
+    """Whether a visible answer declines to answer (judged from its text alone).
+
+    >>> is_refusal(REFUSAL), is_refusal("The five biggest spenders.")
+    (True, False)
+    """
+    answer = answer.strip()
+    return answer == REFUSAL or bool(_REFUSAL_WORDS.search(answer))
+
+
+def _left(n: int) -> str:
+    if n <= 1:
+        return "This is your last question; stop unless an item is still open."
+    return f"You may ask {n} more questions."
+
+
+def _clarification(question: str) -> str:
+    return json.dumps({"type": "clarification", "output": question}, ensure_ascii=False)
+
+
+def _transcript(view: PublicView) -> str:
+    return view.render_dialogue() or "(no questions asked yet)"
+
+
+def _direct(view: PublicView) -> Messages:
+    task = view.render_task()
+    turn = len(view.dialogue) + 1
+    user = (
+        f"{task}\n\nConversation so far:\n{_transcript(view)}\n\n"
+        f"Turn {turn}. {_left(view.questions_left)} Ask one question or stop."
+    )
+    return [{"role": "system", "content": _DIRECT}, {"role": "user", "content": user}]
+
+
+def _checklist_chat(view: PublicView) -> Messages:
+    messages: Messages = [{"role": "system", "content": _CHAT}]
+    first = f"{view.render_task()}\n\nAsk your first question, or stop if nothing is unclear."
+    messages.append({"role": "user", "content": first})
+    for item in view.dialogue:
+        messages.append({"role": "assistant", "content": _clarification(item.question)})
+        messages.append({"role": "user", "content": item.answer})
+    messages[-1]["content"] += f"\n\n({_left(view.questions_left)})"
+    return messages
+
+
+def _checklist_ledger(view: PublicView) -> Messages:
+    settled = [t for t in view.dialogue if not is_refusal(t.answer)]
+    unanswered = [t for t in view.dialogue if is_refusal(t.answer)]
+
+    def ledger(items: Sequence) -> str:
+        if not items:
+            return "(none)"
+        return "\n".join(
+            f"- You asked: {t.question}\n  The user answered: {t.answer}" for t in items
+        )
+
+    turn = len(view.dialogue) + 1
+    user = (
+        f"{view.render_task()}\n\n"
+        f"Questions already answered (settled - do not ask about them again):\n"
+        f"{ledger(settled)}\n\n"
+        f"Questions the user could not answer (do not ask about them again):\n"
+        f"{ledger(unanswered)}\n\n"
+        f"Turn {turn}. {_left(view.questions_left)} Ask about an item that is in neither "
+        "list and is still open, or stop if every item is settled or was asked."
+    )
+    return [{"role": "system", "content": _LEDGER}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True)
+class AskerStrategy:
+    """One asking strategy of paper Table 9.
+
+    Attributes:
+        name: ``direct``, ``checklist-chat`` or ``checklist-ledger``.
+        description: what the model reads and when it stops, in one line.
+        build: the chat messages for the next decision, from the agent's view only.
+
+    Example:
+        >>> from ambitab_gym.records import PublicSpec
+        >>> view = PublicView(PublicSpec(request="List top customers.", database="shop"),
+        ...                   questions_left=2)
+        >>> strategy = STRATEGIES["direct"]
+        >>> [m["role"] for m in strategy.messages(view)]
+        ['system', 'user']
+    """
+
+    name: str
+    description: str
+    build: Callable[[PublicView], Messages]
+
+    def messages(self, view: PublicView) -> Messages:
+        """The messages for the asker's next decision."""
+        return self.build(view)
+
+
+#: The asking strategies of paper Table 9, by name (the registry lists them from here).
+STRATEGIES: Mapping[str, AskerStrategy] = MappingProxyType(
+    {
+        "direct": AskerStrategy(
+            "direct",
+            "the task and a Q/A transcript, no checklist; stops when the request is clear",
+            _direct,
+        ),
+        "checklist-chat": AskerStrategy(
+            "checklist-chat",
+            "a checklist of unclear items, earlier turns as chat messages; stops when every "
+            "item is settled or asked",
+            _checklist_chat,
+        ),
+        "checklist-ledger": AskerStrategy(
+            "checklist-ledger",
+            "a checklist, the request plus answered and unanswerable lists; stops only when "
+            "every item is settled or was asked (the paper's default)",
+            _checklist_ledger,
+        ),
+    }
+)
+
+#: The names of :data:`STRATEGIES`.
+ASKER_STRATEGIES: tuple[str, ...] = tuple(STRATEGIES)
+
+
+def asker_messages(strategy: str, view: PublicView) -> Messages:
+    """The messages an asker sends for its next decision.
+
+    Args:
+        strategy: one of :data:`ASKER_STRATEGIES`.
+        view: what the asker may see.
+
+    Returns:
+        OpenAI chat messages.
+
+    Example:
+        >>> from ambitab_gym.records import PublicSpec
+        >>> from ambitab_gym.trajectory import DialogueTurn
+        >>> view = PublicView(PublicSpec(request="List top customers.", database="shop"),
+        ...                   (DialogueTurn("Top how many?", "Five."),), questions_left=2)
+        >>> [m["role"] for m in asker_messages("checklist-chat", view)]
+        ['system', 'user', 'assistant', 'user']
+        >>> "Top how many?" in asker_messages("checklist-ledger", view)[1]["content"]
+        True
+    """
+    found = STRATEGIES.get(strategy)
+    if found is None:
+        raise ValueError(f"unknown asking strategy {strategy!r}; choose from {ASKER_STRATEGIES}")
+    return found.messages(view)
+
+
+def solver_messages(view: PublicView, *, dialect: str = "sqlite") -> Messages:
+    """The solver's messages: the task and every question and answer of the dialogue.
+
+    Example:
+        >>> from ambitab_gym.records import PublicSpec
+        >>> view = PublicView(PublicSpec(request="Count the rows.", database="db"), phase="sql")
+        >>> "exactly one SQLite statement" in solver_messages(view)[0]["content"]
+        True
+    """
+    name = DIALECT_NAMES.get(dialect, dialect)
+    if dialect == "sqlite":
+        statement = "Write exactly one SQLite statement: a SELECT (a WITH clause is fine), no "
+        statement += "other statements and no comments."
+    else:
+        statement = f"Write one {name} SELECT statement (a WITH clause is fine)."
+    system = f"""You write the final SQL query for a database request. The request may have \
+been unclear; the user answered the clarifying questions below, and those answers take \
+precedence over the literal wording of the request. Do not ask questions.
+
+Rules:
+- {statement}
+- Use only tables and columns that exist in the schema.
+- Return the columns the request asks for, in the order it names them, and nothing more.
+
+Reply with exactly one JSON object and nothing else:
+{{"reasoning": "<a few sentences: tables, joins, filters, grouping, and how the answers shape \
+them>", "type": "final_sql", "output": "<the SQL>"}}"""
+    clarifications = view.render_dialogue() or "(no clarifying questions were asked)"
+    user = f"{view.render_task()}\n\nClarifications:\n{clarifications}\n\nWrite the {name} query."
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def asker_schema() -> dict:
+    """The asker's action: ``{"type": "clarification" | "done", "output": str | null}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": ["clarification", "done"]},
+            "output": {"type": ["string", "null"], "maxLength": 300},
+        },
+        "required": ["type", "output"],
+        "additionalProperties": False,
+    }
+
+
+def solver_schema() -> dict:
+    """The solver's reply: ``{"reasoning": str, "type": "final_sql", "output": str}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": 600},
+            "type": {"type": "string", "enum": ["final_sql"]},
+            "output": {"type": "string"},
+        },
+        "required": ["reasoning", "type", "output"],
+        "additionalProperties": False,
+    }
+
+
+# -- reading the asker's reply ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskerOutput:
+    """What an asker reply says: a question, a stop, or nothing readable."""
+
+    kind: Literal["question", "stop", "invalid"]
+    text: str = ""
+
+
+_ASK_TYPES = {"clarification", "clarify", "question", "ask"}
+_STOP_TYPES = {"done", "stop", "finish", "finished", "end"}
+
+
+def parse_asker_output(text: str) -> AskerOutput:
+    """Read an asker reply ``{"type": "clarification" | "done", "output": ...}``.
+
+    A reply without JSON that is a single line ending in ``?`` is taken as the question.
+
+    >>> parse_asker_output('{"type": "clarification", "output": "Which year?"}')
+    AskerOutput(kind='question', text='Which year?')
+    >>> parse_asker_output('{"type": "done", "output": null}').kind
+    'stop'
+    >>> parse_asker_output("Which year do you mean?").text
+    'Which year do you mean?'
+    >>> parse_asker_output("I will now write SQL.").kind
+    'invalid'
+    """
+    text = strip_thinking(text or "")
+    obj = find_json_object(text)
+    if obj is not None:
+        kind = str(obj.get("type", "")).strip().lower()
+        output = obj.get("output")
+        if kind in _STOP_TYPES:
+            return AskerOutput("stop")
+        if kind in _ASK_TYPES and isinstance(output, str) and output.strip():
+            return AskerOutput("question", output.strip())
+        return AskerOutput("invalid", text)
+    stripped = text.strip().strip('"').strip()
+    if stripped and "\n" not in stripped and stripped.endswith("?") and len(stripped) <= 500:
+        return AskerOutput("question", stripped)
+    return AskerOutput("invalid", text)

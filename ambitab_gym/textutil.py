@@ -1,0 +1,340 @@
+"""Non-privileged text utilities shared by both sides of the trust boundary.
+
+Everything here reads text an agent may see (model replies, dialogue answers, the public
+schema); nothing imports a module of the package, so any unit may use it without an import
+cycle or a trust-boundary crossing.
+
+* :func:`strip_thinking` - drop ``<think>...</think>`` reasoning from a model reply.
+* :func:`find_json_object` - the first JSON object in a reply (bare, fenced or embedded).
+* :class:`CodeBlock` and :func:`code_blocks` - the Markdown code fences of a text.
+* :func:`extract_sql` - the one SQL-from-text reader: model replies (the LLM solver, the
+  converters' model hooks) and dialogue answers (the leakage probes' solver).
+* :class:`SchemaNames` and :func:`schema_names` - the table and column names that the
+  ``CREATE`` statements of a schema declare, read with sqlglot (the question menu, the
+  schema probes and the schema-word oracle).
+
+Readers never raise on model text; they return ``None`` (or nothing) instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+__all__ = [
+    "CodeBlock",
+    "SchemaNames",
+    "code_blocks",
+    "extract_sql",
+    "find_json_object",
+    "schema_names",
+    "strip_thinking",
+]
+
+_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
+
+
+def strip_thinking(text: str) -> str:
+    """Remove reasoning blocks: ``<think>...</think>``, a dangling ``...</think>`` prefix (when the
+    chat template opened the block) and an unclosed ``<think>...`` tail.
+
+    >>> strip_thinking("<think>hmm, maybe 3</think>\\n\\nThree.")
+    'Three.'
+    >>> strip_thinking("reasoning the template opened</think>Answer")
+    'Answer'
+    >>> strip_thinking("Answer <think>never closed")
+    'Answer'
+    """
+    text = _THINK_BLOCK.sub("", text)
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end() :]
+    opened = _THINK_OPEN.search(text)
+    if opened:
+        text = text[: opened.start()]
+    return text.strip()
+
+
+# -- code fences ---------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```(.*?)```", re.DOTALL)
+_LABEL = re.compile(r"[A-Za-z0-9_+-]*")
+#: Fence labels that mark SQL.
+SQL_LABELS = frozenset({"sql", "sqlite", "postgres", "postgresql", "duckdb", "psql", "plpgsql"})
+_INLINE_LABELS = SQL_LABELS | {"json"}
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    """One Markdown code fence.
+
+    Attributes:
+        label: its language label, lower case ("" when it has none).
+        body: its content, stripped.
+
+    >>> code_blocks("Run ```sql\\nSELECT 1\\n``` then ```SELECT 2```")
+    [CodeBlock(label='sql', body='SELECT 1'), CodeBlock(label='', body='SELECT 2')]
+    """
+
+    label: str
+    body: str
+
+    @property
+    def is_sql(self) -> bool:
+        """Labelled as SQL, or unlabelled and holding a query."""
+        if self.label:
+            return self.label in SQL_LABELS and bool(self.body)
+        return _SQL_START.search(self.body) is not None
+
+
+def code_blocks(text: str) -> list[CodeBlock]:
+    """The code fences of ``text`` in order: ``` ```lang\\n...``` ```, ``` ```...``` ``` or the inline
+    ``` ```sql SELECT 1``` ```.
+
+    >>> code_blocks("```json {\\"a\\": 1}```")
+    [CodeBlock(label='json', body='{"a": 1}')]
+    """
+    blocks: list[CodeBlock] = []
+    for found in _FENCE.finditer(text):
+        inner = found.group(1)
+        head, newline, rest = inner.partition("\n")
+        if newline and _LABEL.fullmatch(head.strip()):
+            blocks.append(CodeBlock(head.strip().lower(), rest.strip()))
+            continue
+        word, _, after = inner.strip().partition(" ")
+        if word.lower() in _INLINE_LABELS and after.strip():
+            blocks.append(CodeBlock(word.lower(), after.strip()))
+        else:
+            blocks.append(CodeBlock("", inner.strip()))
+    return blocks
+
+
+# -- JSON ------------------------------------------------------------------------------------------
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        pass
+    try:  # single-quoted dicts, True/None: models write Python now and then
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def find_json_object(text: str) -> dict | None:
+    """The first JSON object in ``text``: the whole text, a fenced block, or embedded in prose.
+
+    >>> find_json_object('Sure! ```json\\n{"type": "done", "output": null}\\n``` Bye.')
+    {'type': 'done', 'output': None}
+    >>> find_json_object('I think {"answer": "three"} is right')
+    {'answer': 'three'}
+    >>> find_json_object("no object here") is None
+    True
+    """
+    if not isinstance(text, str):
+        return None
+    candidates = [text.strip()] + [block.body for block in code_blocks(text)]
+    for candidate in candidates:
+        if candidate.startswith("{"):
+            value = _loads(candidate)
+            if isinstance(value, dict):
+                return value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+# -- SQL in text -----------------------------------------------------------------------------------
+
+_SQL_START = re.compile(r"(?is)\b(WITH\s+\w+(?:\s*\([^)]*\))?\s+AS\s*\(|SELECT\b)")
+_STRICT_START = re.compile(r"(?<![\w`])((?:SELECT|WITH)\s.*)", re.DOTALL)  # upper case only
+_JSON_SQL_KEYS = ("output", "sql", "query", "final_sql")
+
+
+def _parses_as_query(candidate: str) -> bool:
+    try:
+        return isinstance(sqlglot.parse_one(candidate), exp.Query)
+    except sqlglot.errors.SqlglotError:
+        return False
+
+
+def extract_sql(text: str, *, last: bool = False, strict: bool = False) -> str | None:
+    """The SQL in a text; None when it holds none.
+
+    Read in this order, after dropping ``<think>`` blocks:
+
+    1. a JSON object's ``output``/``sql``/``query``/``final_sql`` string (a fenced value is
+       unwrapped) - the solver's reply format; skipped when ``strict``;
+    2. a code fence labelled as SQL, or unlabelled and holding a query (the first, or the
+       last with ``last=True``);
+    3. bare SQL: from the first ``SELECT``/``WITH ... AS (`` to the end of the text. With
+       ``strict`` (text that is prose, such as an oracle's answer) only upper-case keywords
+       count and the rest must parse as a query, so "customers with ..." is no SQL.
+
+    Args:
+        text: a model reply or a dialogue answer.
+        last: prefer the last fence (dialogue answers and converter replies end with the
+            final version) over the first (the solver's reply).
+        strict: the text is prose that may contain SQL, not a reply meant to be SQL.
+
+    Examples:
+        >>> extract_sql('{"reasoning": "...", "type": "final_sql", "output": "SELECT 1"}')
+        'SELECT 1'
+        >>> extract_sql("<think>SELECT 0</think>Here it is:\\n```sql\\nSELECT name FROM t;\\n```")
+        'SELECT name FROM t;'
+        >>> extract_sql("The answer: select a FROM b WHERE c = 1")
+        'select a FROM b WHERE c = 1'
+        >>> extract_sql("x ```sql\\nSELECT 1\\n``` y ```SELECT 2```", last=True)
+        'SELECT 2'
+        >>> extract_sql("Customers with select orders, WITH care.", strict=True) is None
+        True
+        >>> extract_sql("no query") is None
+        True
+    """
+    text = strip_thinking(text or "")
+    if not strict:
+        obj = find_json_object(text)
+        if obj is not None:
+            for key in _JSON_SQL_KEYS:
+                value = obj.get(key)
+                if isinstance(value, str) and value.strip():
+                    return _unfence(value.strip())
+    fenced = [block.body for block in code_blocks(text) if block.is_sql]
+    if fenced:
+        return fenced[-1] if last else fenced[0]
+    if strict:
+        bare = _STRICT_START.search(text)
+        if bare is None:
+            return None
+        candidate = bare.group(1).strip()
+        return candidate if _parses_as_query(candidate) else None
+    found = _SQL_START.search(text)
+    return text[found.start() :].strip() if found else None
+
+
+def _unfence(sql: str) -> str:
+    blocks = code_blocks(sql)
+    if len(blocks) == 1 and sql.startswith("```") and sql.endswith("```"):
+        return blocks[0].body
+    return sql
+
+
+# -- schema names ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchemaNames:
+    """The names a schema's ``CREATE TABLE``/``CREATE VIEW`` statements declare.
+
+    Attributes:
+        tables: table and view names in declaration order, without duplicates.
+        columns: column names in declaration order (views declare none), without duplicates.
+        identifiers: every name in declaration order, each table followed by its columns.
+
+    >>> names = schema_names("CREATE TABLE shop_orders (order_id INT PRIMARY KEY, total REAL, "
+    ...                      "PRIMARY KEY (order_id));")
+    >>> names.tables, names.columns
+    (('shop_orders',), ('order_id', 'total'))
+    """
+
+    tables: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+
+
+def _created(statement: exp.Expression) -> tuple[str | None, list[str]]:
+    if not isinstance(statement, exp.Create):
+        return None, []
+    kind = str(statement.args.get("kind") or "").upper()
+    if kind not in ("TABLE", "VIEW"):
+        return None, []
+    target = statement.this
+    table = target.this if isinstance(target, exp.Schema) else target
+    if not isinstance(table, exp.Table) or not table.name:
+        return None, []
+    columns: list[str] = []
+    if kind == "TABLE" and isinstance(target, exp.Schema):
+        columns = [c.name for c in target.expressions if isinstance(c, exp.ColumnDef) and c.name]
+    return table.name, columns
+
+
+def _statements(schema_text: str, dialect: str | None, strict: bool) -> list[exp.Expression]:
+    try:
+        return [s for s in sqlglot.parse(schema_text, read=dialect) if s is not None]
+    except sqlglot.errors.SqlglotError as error:
+        if strict:
+            raise ValueError(
+                f"cannot read the schema to find its table and column names: {error}"
+            ) from None
+    statements: list[exp.Expression] = []  # one unreadable statement spoils no other
+    for piece in schema_text.split(";"):
+        if not piece.strip():
+            continue
+        try:
+            statements += [s for s in sqlglot.parse(piece, read=dialect) if s is not None]
+        except sqlglot.errors.SqlglotError:
+            continue
+    return statements
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_names(schema_text: str, dialect: str | None, strict: bool) -> SchemaNames:
+    tables: list[str] = []
+    columns: list[str] = []
+    identifiers: list[str] = []
+    for statement in _statements(schema_text, dialect, strict):
+        table, table_columns = _created(statement)
+        if table is None:
+            continue
+        for name, bucket in ((table, tables), *((c, columns) for c in table_columns)):
+            if name not in bucket:
+                bucket.append(name)
+            if name not in identifiers:
+                identifiers.append(name)
+    return SchemaNames(tuple(tables), tuple(columns), tuple(identifiers))
+
+
+def schema_names(
+    schema_text: str | None, dialect: str | None = None, *, strict: bool = False
+) -> SchemaNames:
+    """The table and column names that a schema's ``CREATE`` statements declare (sqlglot).
+
+    Constraints (``PRIMARY KEY (...)``, ``FOREIGN KEY ... REFERENCES``) are no columns, and a
+    referenced table is no declaration. Results are cached per schema text.
+
+    Args:
+        schema_text: ``CREATE TABLE``/``CREATE VIEW`` statements (other statements and
+            comments are skipped); None or "" gives no names.
+        dialect: a sqlglot dialect (``sqlite``, ``duckdb``, ``postgres``; None: the default).
+        strict: raise ``ValueError`` when the text does not parse; by default the statements
+            that parse are read and the rest skipped (the schema an agent sees is text).
+
+    Returns:
+        The names.
+
+    >>> schema_names("CREATE TABLE staff (staff_id INT, salary REAL);"
+    ...              "CREATE TABLE region (name TEXT)").identifiers
+    ('staff', 'staff_id', 'salary', 'region', 'name')
+    >>> schema_names(None).tables
+    ()
+    """
+    if not schema_text or not schema_text.strip():
+        return SchemaNames()
+    return _schema_names(schema_text, dialect, strict)
