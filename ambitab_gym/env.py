@@ -21,8 +21,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ambitab_gym import defaults
 from ambitab_gym.actions import ParsedAction, parse_action, read_sql_action
 from ambitab_gym.corpora import Corpus, load_corpus
+from ambitab_gym.errors import ConfigurationError, category_of
 from ambitab_gym.metrics import REWARDS, RewardFn
 from ambitab_gym.oracles import Oracle, OracleContext, OracleTurn, deterministic_oracle
 from ambitab_gym.policies.base import Solver
@@ -37,6 +39,7 @@ from ambitab_gym.trajectory import (
     render_spec,
 )
 from ambitab_gym.verify import Limits, Verifier
+from ambitab_gym.vocabulary import PHASES, STOP_REASONS, Phase, StopReason, check
 
 __all__ = ["PRIVILEGED_INFO_KEYS", "AmbiTabEnv"]
 
@@ -55,7 +58,7 @@ PRIVILEGED_INFO_KEYS = (
 
 Mode = Literal["ask_only", "solver", "agent"]
 _NEEDS_SOLVER = object()  # step-internal marker: asking ended and the solver must run
-_PHASES = {"ask": 0, "sql": 1, "done": 2}
+_PHASES: dict[str, int] = {phase: index for index, phase in enumerate(PHASES)}  # observation
 
 
 class AmbiTabEnv(gym.Env[dict, str]):
@@ -113,7 +116,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         solver: Solver | None = None,
         mode: Mode | None = None,
         reward: str | RewardFn = "question_f1",
-        budget_slack: int = 3,
+        budget_slack: int = defaults.BUDGET_SLACK,
         zero_ambiguity: Literal["single_decision", "skip"] = "single_decision",
         info_keys: Sequence[str] = (),
         limits: Limits | None = None,
@@ -132,9 +135,9 @@ class AmbiTabEnv(gym.Env[dict, str]):
             records = [r for r in records if r.id in wanted]
             missing = wanted - {r.id for r in records}
             if missing:
-                raise ValueError(f"records not in corpus {self.corpus.name!r}: {sorted(missing)}")
+                raise ConfigurationError(f"records not in corpus {self.corpus.name!r}: {sorted(missing)}")
         if not records:
-            raise ValueError(f"no records to run in corpus {self.corpus.name!r}")
+            raise ConfigurationError(f"no records to run in corpus {self.corpus.name!r}")
         self.records: list[TaskRecord] = records
         self._index = {r.id: i for i, r in enumerate(records)}
 
@@ -145,34 +148,34 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if mode is None:
             mode = "solver" if solver is not None else "ask_only"
         if mode not in ("ask_only", "solver", "agent"):
-            raise ValueError(f"mode must be 'ask_only', 'solver' or 'agent', not {mode!r}")
+            raise ConfigurationError(f"mode must be 'ask_only', 'solver' or 'agent', not {mode!r}")
         if mode == "solver" and solver is None:
-            raise ValueError("mode='solver' needs a solver (pass solver=...)")
+            raise ConfigurationError("mode='solver' needs a solver (pass solver=...)")
         self.mode: Mode = mode
         if isinstance(reward, str):
             if reward not in REWARDS:
-                raise ValueError(
+                raise ConfigurationError(
                     f"unknown reward {reward!r}; use one of {sorted(REWARDS)} or a callable"
                 )
             if reward == "outcome" and mode == "ask_only":
-                raise ValueError("the outcome reward needs SQL: use mode='solver' or mode='agent'")
+                raise ConfigurationError("the outcome reward needs SQL: use mode='solver' or mode='agent'")
             self.reward_name, self.reward_fn = reward, REWARDS[reward]
         else:
             self.reward_name, self.reward_fn = getattr(reward, "__name__", "custom"), reward
         if budget_slack < 1:
-            raise ValueError("budget_slack must be at least 1 (the final decision is the stop)")
+            raise ConfigurationError("budget_slack must be at least 1 (the final decision is the stop)")
         self.budget_slack = int(budget_slack)
         if zero_ambiguity not in ("single_decision", "skip"):
-            raise ValueError("zero_ambiguity must be 'single_decision' or 'skip'")
+            raise ConfigurationError("zero_ambiguity must be 'single_decision' or 'skip'")
         self.zero_ambiguity = zero_ambiguity
         unknown = set(info_keys) - set(PRIVILEGED_INFO_KEYS)
         if unknown:
-            raise ValueError(
+            raise ConfigurationError(
                 f"unknown info keys {sorted(unknown)}; choose from {PRIVILEGED_INFO_KEYS}"
             )
         self.info_keys = tuple(info_keys)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+            raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
         # a verifier passed in is shared (a campaign's envs share one): the caller closes it
         self._owns_verifier = verifier is None
@@ -209,7 +212,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self.trajectory: Trajectory | None = None
         self._context: OracleContext | None = None
         self._episode_oracle: Oracle = self.oracle
-        self._phase = "done"
+        self._phase: Phase = "done"
         self._questions_left = 0
         self._dialogue: list[DialogueTurn] = []
         self._dialogue_text = ""
@@ -342,7 +345,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         record_id = options.get("record_id")
         if record_id is not None:
             if record_id not in self._index:
-                raise ValueError(f"record {record_id!r} is not among this env's records")
+                raise ConfigurationError(f"record {record_id!r} is not among this env's records")
             return self.records[self._index[record_id]]
         return self.records[int(self.np_random.integers(len(self.records)))]
 
@@ -415,9 +418,9 @@ class AmbiTabEnv(gym.Env[dict, str]):
             return self._stop("budget")
         return self._observation(), 0.0, False, False, self._info()
 
-    def _stop(self, reason: str):
+    def _stop(self, reason: StopReason):
         assert self.trajectory is not None
-        self.trajectory.stop_reason = reason
+        self.trajectory.stop_reason = check(reason, STOP_REASONS, "stop reason")
         self._questions_left = 0
         if self.mode == "agent":
             self._phase = "sql"
@@ -456,7 +459,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
 
     def _solver_error(self, error: Exception) -> None:
         assert self.trajectory is not None
-        self.trajectory.error = getattr(error, "category", None) or type(error).__name__
+        self.trajectory.error = category_of(error)
         logger.warning("solver failed: %s: %s", type(error).__name__, error)
 
     def _finish(self, sql: str | None):

@@ -22,6 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ambitab_gym.errors import CorpusError
+
 __all__ = [
     "FORMAT_VERSION",
     "Ambiguity",
@@ -44,8 +46,9 @@ AmbiguityKind = Literal["critical", "knowledge", "non_critical"]
 COUNTED_KINDS: frozenset[str] = frozenset({"critical", "knowledge"})
 
 
-class RecordError(ValueError):
-    """A record (or a corpus file) is malformed; the message names where and what.
+class RecordError(CorpusError, ValueError):
+    """A record (or a corpus file) is malformed; the message names where and what (a
+    :class:`~ambitab_gym.errors.CorpusError` and a ``ValueError``, category ``record``).
 
     >>> try:
     ...     parse_record({"id": "r9"}, where="records.jsonl:3")
@@ -53,6 +56,8 @@ class RecordError(ValueError):
     ...     print(str(error)[:40])
     records.jsonl:3 (record 'r9'): avt_id: F
     """
+
+    category = "record"
 
 
 class _Frozen(BaseModel):

@@ -37,7 +37,7 @@ Example:
     >>> registry.get("oracle", "oracle-of-delphi")
     Traceback (most recent call last):
     ...
-    ambitab_gym.errors.UnknownComponent: unknown oracle 'oracle-of-delphi'; use one of: deterministic, llm, leaky-sql-responder, generic-credit-matcher, schema-word-matcher, or an import path 'module:callable'
+    ambitab_gym.errors.UnknownComponent: unknown oracle 'oracle-of-delphi'; use one of: deterministic, llm, leaky-sql-responder, generic-credit-matcher, schema-word-matcher (or an import path 'module:callable')
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ KINDS: dict[str, str] = {
 
 #: Kinds whose names may also be an import path ``module:callable``.
 _IMPORTABLE = frozenset({"asker", "solver", "oracle"})
-_IMPORT_HINT = "or an import path 'module:callable'"
+_IMPORT_HINT = "(or an import path 'module:callable')"
 
 
 def resolve(reference: str) -> Any:

@@ -5,6 +5,8 @@
   has no field that could carry ambiguities, resolutions, credits or reference SQL.
 * :class:`Turn` and :class:`Trajectory` - the full record of an episode for evaluation: credits,
   stop reason, SQL, verdict, reward and timings. Read it from ``env.unwrapped.trajectory``.
+* :data:`STOP_REASONS` / :data:`StopReason`, :data:`Phase` - re-exported from
+  :mod:`ambitab_gym.vocabulary`.
 """
 
 from __future__ import annotations
@@ -15,20 +17,20 @@ from typing import Any
 
 from ambitab_gym.records import PublicSpec
 from ambitab_gym.verify.verifier import Verdict
+from ambitab_gym.vocabulary import PHASES, STOP_REASONS, Phase, StopReason, check
 
 __all__ = [
     "FALLBACK_STOP",
     "STOP_REASONS",
     "DialogueTurn",
+    "Phase",
     "PublicView",
+    "StopReason",
     "Trajectory",
     "Turn",
     "is_fallback_stop",
 ]
 
-#: Why the asking phase ended: the asker stopped, the budget ran out, m = 0 was skipped, or the
-#: asker's reply could not be read and it stopped by default (a fallback stop, paper C.3).
-STOP_REASONS = ("asker", "budget", "skipped", "fallback")
 
 #: The stop action of an asker whose own reply could not be read (a fallback stop). Any stop
 #: parser reads it as a stop; the env records the episode's stop reason as ``fallback``.
@@ -81,7 +83,10 @@ class PublicView:
     spec: PublicSpec
     dialogue: tuple[DialogueTurn, ...] = ()
     questions_left: int = 0
-    phase: str = "ask"  # "ask", "sql" or "done"
+    phase: Phase = "ask"
+
+    def __post_init__(self) -> None:
+        check(self.phase, PHASES, "phase")
 
     def render_task(self) -> str:
         """The public spec as text: request, database, schema, column meanings, knowledge."""
@@ -146,12 +151,16 @@ class Trajectory:
     avt_id: str
     seed: int | None = None
     turns: list[Turn] = field(default_factory=list)
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     sql: str | None = None
     verdict: Verdict | None = None
     reward: float | None = None
     error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.stop_reason is not None:
+            check(self.stop_reason, STOP_REASONS, "stop reason")
 
     @property
     def n_questions(self) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ambitab_gym.errors import MissingDependency
 from ambitab_gym.evaluation.summary import Stat
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F
 _INSTALL_HINT = "plotting needs matplotlib: pip install 'ambitab-gym[plot]'"
 
 
-class MissingPlotDependency(RuntimeError):
-    """matplotlib is not installed.
+class MissingPlotDependency(MissingDependency, RuntimeError):
+    """matplotlib is not installed (category ``missing_dependency``).
 
     >>> str(MissingPlotDependency(_INSTALL_HINT)).endswith("pip install 'ambitab-gym[plot]'")
     True

@@ -28,9 +28,10 @@ from typing import Any
 import duckdb
 
 from ambitab_gym.actions import repair_text
+from ambitab_gym.errors import StoreError
 from ambitab_gym.verify.base import MAX_MESSAGE_CHARS, bounded_text
 
-__all__ = ["EPISODE_COLUMNS", "MAX_STORED_SQL_CHARS", "ResultsStore"]
+__all__ = ["EPISODE_COLUMNS", "MAX_STORED_SQL_CHARS", "ResultsFileError", "ResultsStore"]
 
 #: Stored SQL is cut to this many characters (the verifier refuses longer SQL by default).
 MAX_STORED_SQL_CHARS = 100_000
@@ -106,6 +107,14 @@ EPISODE_COLUMNS = (
 )
 
 
+class ResultsFileError(StoreError, RuntimeError):
+    """The results file cannot be opened (locked by another campaign, not a DuckDB file).
+
+    >>> ResultsFileError("locked").category
+    'store'
+    """
+
+
 class ResultsStore:
     """A DuckDB results file.
 
@@ -137,7 +146,7 @@ class ResultsStore:
                 if "lock" in str(error).lower()
                 else " Give another --results file."
             )
-            raise RuntimeError(f"cannot open results file {self.path}: {error}{hint}") from None
+            raise ResultsFileError(f"cannot open results file {self.path}: {error}{hint}") from None
         self._db.execute(_SCHEMA)
         for statement in _ADDED_COLUMNS:
             self._db.execute(statement)

@@ -15,6 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ambitab_gym import defaults
+from ambitab_gym.errors import EngineError
+from ambitab_gym.vocabulary import QUERY_ERROR_CATEGORIES, QueryErrorCategory, check
+
 __all__ = ["MAX_MESSAGE_CHARS", "Engine", "Limits", "QueryError", "QueryResult", "bounded_text"]
 
 #: Longest engine or verdict message kept anywhere (verdict, log, results store).
@@ -59,12 +63,12 @@ class Limits:
     100000
     """
 
-    timeout_s: float = 5.0
-    max_rows: int = 100_000
-    max_sql_length: int = 100_000
-    max_result_bytes: int = 64 * 1024 * 1024
-    memory_limit_mb: int = 512
-    threads: int = 1
+    timeout_s: float = defaults.QUERY_TIMEOUT_S
+    max_rows: int = defaults.MAX_ROWS
+    max_sql_length: int = defaults.MAX_SQL_LENGTH
+    max_result_bytes: int = defaults.MAX_RESULT_BYTES
+    memory_limit_mb: int = defaults.MEMORY_LIMIT_MB
+    threads: int = defaults.ENGINE_THREADS
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,9 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
 
 
-class QueryError(Exception):
-    """A query was refused or failed.
+class QueryError(EngineError):
+    """A query was refused or failed (an :class:`~ambitab_gym.errors.EngineError` whose
+    ``category`` is the query's).
 
     Attributes:
         category: one of ``timeout``, ``rejected`` (not a read-only single statement),
@@ -93,7 +98,8 @@ class QueryError(Exception):
     ('timeout', 'timeout: query ran longer than 5 s')
     """
 
-    def __init__(self, category: str, message: str) -> None:
+    def __init__(self, category: QueryErrorCategory, message: str) -> None:
+        check(category, QUERY_ERROR_CATEGORIES, "query error category")
         message = bounded_text(message)
         super().__init__(f"{category}: {message}")
         self.category = category

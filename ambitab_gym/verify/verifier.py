@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ambitab_gym.defaults import REFERENCE_TIMEOUT_S
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.verify.base import (
     MAX_MESSAGE_CHARS,
@@ -20,6 +21,7 @@ from ambitab_gym.verify.base import (
     bounded_text,
 )
 from ambitab_gym.verify.compare import normalize_rows, results_match
+from ambitab_gym.vocabulary import VERDICT_REASONS, VerdictReason, check
 
 __all__ = ["EngineOpener", "Verdict", "Verifier"]
 
@@ -33,8 +35,10 @@ class Verdict:
 
     Attributes:
         success: whether the submission matches the record's interpretation.
-        reason: ``match``, ``mismatch``, ``no_sql``, ``timeout``, ``rejected``, ``syntax``,
-            ``runtime``, ``too_many_rows``, ``too_large``, ``engine`` or ``reference_error``.
+        reason: one of :data:`~ambitab_gym.vocabulary.VERDICT_REASONS`: ``match``,
+            ``mismatch``, ``no_sql``, ``timeout``, ``rejected``, ``syntax``, ``runtime``,
+            ``too_many_rows``, ``too_large``, ``engine``, ``reference_error`` or
+            ``unsupported`` (checked when the verdict is made).
         detail: an explanation about the *submitted* SQL (never about the reference), cut to
             :data:`~ambitab_gym.verify.base.MAX_MESSAGE_CHARS` characters.
         elapsed_s: time spent executing and comparing the submission.
@@ -47,11 +51,12 @@ class Verdict:
     """
 
     success: bool
-    reason: str
+    reason: VerdictReason
     detail: str = ""
     elapsed_s: float = 0.0
 
     def __post_init__(self) -> None:
+        check(self.reason, VERDICT_REASONS, "verdict reason")
         if not isinstance(self.detail, str) or len(self.detail) > MAX_MESSAGE_CHARS:
             object.__setattr__(self, "detail", bounded_text(self.detail))
 
@@ -89,7 +94,7 @@ class Verifier:
         open_engine: EngineOpener,
         *,
         limits: Limits | None = None,
-        reference_timeout_s: float = 60.0,
+        reference_timeout_s: float = REFERENCE_TIMEOUT_S,
     ) -> None:
         self._open_engine = open_engine
         self.limits = limits or Limits()

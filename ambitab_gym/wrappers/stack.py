@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.trajectory import PublicView
 
 __all__ = [
@@ -37,8 +38,14 @@ __all__ = [
 ]
 
 
-class StackOrderError(ValueError):
-    """A wrapper stack whose order would show the agent the wrong view (or cannot run)."""
+class StackOrderError(ConfigurationError):
+    """A wrapper stack whose order would show the agent the wrong view (or cannot run).
+
+    A :class:`~ambitab_gym.errors.ConfigurationError` (and so a ``ValueError``), category
+    ``stack_order``.
+    """
+
+    category = "stack_order"
 
 
 class AgentInterface:
