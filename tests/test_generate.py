@@ -346,6 +346,28 @@ def test_procedural_env_holds_only_recent_avts():
         env.reset(options={"record_id": ids[0]})
 
 
+def test_procedural_env_renews_its_own_caches_but_not_shared_ones(monkeypatch):
+    from ambitab_gym.generate import env as procedural
+    from ambitab_gym.verify import Verifier
+
+    monkeypatch.setattr(procedural, "_REFRESH_EVERY", 4)
+    env = gym.make("AmbiTab-Procedural-v0", ambiguities=(1, 1)).unwrapped
+    oracles, verifiers = set(), set()
+    for seed in range(9):
+        env.reset(seed=seed)
+        oracles.add(id(env.oracle))
+        verifiers.add(id(env.verifier))
+        term = env.record.ambiguities[0].term
+        env.step(f"Could you clarify what exactly you mean by {term}?")
+        assert env.trajectory.credits == [frozenset({env.record.ambiguities[0].id})]
+    assert len(oracles) == 3 and len(verifiers) == 3
+    shared = Verifier(lambda kind, name: None)
+    env = gym.make("AmbiTab-Procedural-v0", verifier=shared).unwrapped
+    for seed in range(9):
+        env.reset(seed=seed)
+    assert env.verifier is shared
+
+
 def test_procedural_env_refuses_corpus_options():
     with pytest.raises(TypeError, match="generates its records"):
         gym.make("AmbiTab-Procedural-v0", split="train")

@@ -133,8 +133,9 @@ class ProceduralEnv(AmbiTabEnv):
             # never seen again, so start afresh instead of growing without bound
             if self._own_oracle:
                 self.oracle = deterministic_oracle(self.corpus.manifest.oracle)
-            self.verifier.close()
-            self.verifier = Verifier(self.corpus.open_engine, limits=self.corpus.limits)
+            if getattr(self, "_owns_verifier", True):  # a shared verifier is the caller's
+                self.verifier.close()
+                self.verifier = Verifier(self.corpus.open_engine, limits=self.corpus.limits)
         return super().reset(seed=seed, options=options)
 
     def _draw_record(self, options: dict[str, Any]) -> TaskRecord:
