@@ -135,15 +135,28 @@ def test_duckdb_long_builtin_call_stops_at_the_limit(duckdb_engine, case):
 
 
 def test_sqlite_fast_path_stops_many_admitted_calls_at_the_limit(sqlite_engine):
-    # 400 calls per row on 65,536-character text, over 10^6 rows: admitted in this process
-    # (every call is short), so the progress handler must stop it between calls.
+    # 400 columns of the costliest admitted calls on 9,000-character text (instr and replace at
+    # their quadratic worst, about 0.4 ms a call), over a million rows: admitted in this process,
+    # so the progress handler must stop it between calls.
+    worst = [
+        "length(upper(z))",
+        "instr(z, substr(z, 1, 4497) || '1')",
+        "length(replace(z, substr(z, 1, 4497) || '1', 'x'))",
+    ]
+    columns = ", ".join(f"sum({worst[k % 3]})" for k in range(400))
     sql = (
-        "WITH RECURSIVE b0(s, n) AS (SELECT 'a', 0 UNION ALL SELECT s || s, n + 1 FROM b0 "
-        "WHERE n < 16), r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000000) "
-        "SELECT " + ", ".join(["sum(length(upper(s)))"] * 400) + " FROM r, b0 WHERE n = 16"
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000000), "
+        f"s(z) AS (SELECT hex(zeroblob(4500))) SELECT {columns} FROM r, s"
     )
     _stops_at_the_limit(sqlite_engine, sql)
     assert sqlite_engine.worker_pid is None
+
+
+def test_sqlite_long_values_rerun_in_the_worker(sqlite_engine):
+    # Longer than the fast path's 10,000 characters: the same statement reruns in the worker.
+    rows = sqlite_engine.execute("SELECT length(hex(zeroblob(50000))) FROM t WHERE id = 1").rows
+    assert rows == [(100000,)]
+    assert sqlite_engine.worker_pid is not None
 
 
 # -- result bytes ------------------------------------------------------------------------------

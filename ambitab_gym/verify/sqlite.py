@@ -9,8 +9,9 @@ A progress handler only runs between virtual-machine instructions, and some buil
 run for many seconds inside one call (``printf('%.*c', 2000000000, 'x')``, ``instr`` and
 ``replace`` on long text). So a statement runs in this process only when every function it
 calls is one whose cost per call stays small with the fast path's shorter length limit
-(:data:`~ambitab_gym.verify.worker.SQLITE_FAST_FUNCTIONS`); anything else runs in a killable
-worker process (:mod:`ambitab_gym.verify.worker`), which is killed when it overruns.
+(:data:`~ambitab_gym.verify.worker.SQLITE_FAST_FUNCTIONS`, values up to
+:data:`~ambitab_gym.verify.worker.SQLITE_FAST_LENGTH` characters); anything else runs in a
+killable worker process (:mod:`ambitab_gym.verify.worker`), which is killed when it overruns.
 
 * :class:`SQLiteEngine` - one sandboxed connection to one ``.sqlite`` file.
 * :func:`build_sqlite` - build a database file from a trusted SQL script (corpus preparation).
