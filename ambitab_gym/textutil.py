@@ -9,9 +9,9 @@ cycle or a trust-boundary crossing.
 * :class:`CodeBlock` and :func:`code_blocks` - the Markdown code fences of a text.
 * :func:`extract_sql` - the one SQL-from-text reader: model replies (the LLM solver, the
   converters' model hooks) and dialogue answers (the leakage probes' solver).
-* :class:`SchemaNames` and :func:`schema_names` - the table and column names that the
-  ``CREATE`` statements of a schema declare, read with sqlglot (the question menu, the
-  schema probes and the schema-word oracle).
+* :class:`SchemaNames`, :func:`schema_names` and :func:`schema_identifiers` - the table and
+  column names that the ``CREATE`` statements of a schema declare, read with sqlglot by one
+  parser (the question menu, the schema probe and the schema-word oracle).
 
 Readers never raise on model text; they return ``None`` (or nothing) instead.
 """
@@ -22,8 +22,9 @@ import ast
 import functools
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlglot
 from sqlglot import exp
@@ -34,6 +35,7 @@ __all__ = [
     "code_blocks",
     "extract_sql",
     "find_json_object",
+    "schema_identifiers",
     "schema_names",
     "strip_thinking",
 ]
@@ -239,24 +241,21 @@ def _unfence(sql: str) -> str:
 # -- schema names ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SchemaNames:
-    """The names a schema's ``CREATE TABLE``/``CREATE VIEW`` statements declare.
+class SchemaNames(NamedTuple):
+    """The names a schema's ``CREATE TABLE``/``CREATE VIEW`` statements declare (fresh lists).
 
     Attributes:
         tables: table and view names in declaration order, without duplicates.
         columns: column names in declaration order (views declare none), without duplicates.
-        identifiers: every name in declaration order, each table followed by its columns.
 
-    >>> names = schema_names("CREATE TABLE shop_orders (order_id INT PRIMARY KEY, total REAL, "
-    ...                      "PRIMARY KEY (order_id));")
-    >>> names.tables, names.columns
-    (('shop_orders',), ('order_id', 'total'))
+    >>> tables, columns = schema_names("CREATE TABLE shop_orders (order_id INT PRIMARY KEY, "
+    ...                                "total REAL, PRIMARY KEY (order_id));")
+    >>> tables, columns
+    (['shop_orders'], ['order_id', 'total'])
     """
 
-    tables: tuple[str, ...] = ()
-    columns: tuple[str, ...] = ()
-    identifiers: tuple[str, ...] = ()
+    tables: list[str]
+    columns: list[str]
 
 
 def _created(statement: exp.Expression) -> tuple[str | None, list[str]]:
@@ -295,29 +294,29 @@ def _statements(schema_text: str, dialect: str | None, strict: bool) -> list[exp
 
 
 @functools.lru_cache(maxsize=256)
-def _schema_names(schema_text: str, dialect: str | None, strict: bool) -> SchemaNames:
-    tables: list[str] = []
-    columns: list[str] = []
-    identifiers: list[str] = []
-    for statement in _statements(schema_text, dialect, strict):
-        table, table_columns = _created(statement)
-        if table is None:
-            continue
-        for name, bucket in ((table, tables), *((c, columns) for c in table_columns)):
-            if name not in bucket:
-                bucket.append(name)
-            if name not in identifiers:
-                identifiers.append(name)
-    return SchemaNames(tuple(tables), tuple(columns), tuple(identifiers))
+def _declared(
+    schema_text: str, dialect: str | None, strict: bool
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``((table, (column, ...)), ...)`` in declaration order (the one parser; cached)."""
+    return tuple(
+        (table, tuple(columns))
+        for table, columns in map(_created, _statements(schema_text, dialect, strict))
+        if table is not None
+    )
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
 
 
 def schema_names(
     schema_text: str | None, dialect: str | None = None, *, strict: bool = False
 ) -> SchemaNames:
-    """The table and column names that a schema's ``CREATE`` statements declare (sqlglot).
+    """The table and the column names that a schema's ``CREATE`` statements declare (sqlglot).
 
     Constraints (``PRIMARY KEY (...)``, ``FOREIGN KEY ... REFERENCES``) are no columns, and a
-    referenced table is no declaration. Results are cached per schema text.
+    referenced table is no declaration. Parses are cached per schema text; the lists returned
+    are the caller's own.
 
     Args:
         schema_text: ``CREATE TABLE``/``CREATE VIEW`` statements (other statements and
@@ -327,14 +326,31 @@ def schema_names(
             that parse are read and the rest skipped (the schema an agent sees is text).
 
     Returns:
-        The names.
+        ``(tables, columns)``, each in declaration order without duplicates.
 
-    >>> schema_names("CREATE TABLE staff (staff_id INT, salary REAL);"
-    ...              "CREATE TABLE region (name TEXT)").identifiers
-    ('staff', 'staff_id', 'salary', 'region', 'name')
-    >>> schema_names(None).tables
-    ()
+    >>> schema_names(None)
+    SchemaNames(tables=[], columns=[])
     """
     if not schema_text or not schema_text.strip():
-        return SchemaNames()
-    return _schema_names(schema_text, dialect, strict)
+        return SchemaNames([], [])
+    declared = _declared(schema_text, dialect, strict)
+    return SchemaNames(
+        _unique(table for table, _ in declared),
+        _unique(column for _, columns in declared for column in columns),
+    )
+
+
+def schema_identifiers(
+    schema_text: str | None, dialect: str | None = None, *, strict: bool = False
+) -> list[str]:
+    """Every name :func:`schema_names` finds, in declaration order: each table followed by its
+    columns, without duplicates.
+
+    >>> schema_identifiers("CREATE TABLE staff (staff_id INT, salary REAL);"
+    ...                    "CREATE TABLE region (name TEXT)")
+    ['staff', 'staff_id', 'salary', 'region', 'name']
+    """
+    if not schema_text or not schema_text.strip():
+        return []
+    declared = _declared(schema_text, dialect, strict)
+    return _unique(name for table, columns in declared for name in (table, *columns))

@@ -19,7 +19,7 @@ from ambitab_gym.trajectory import DialogueTurn
 from ambitab_gym.wrappers import QuestionMenu
 from ambitab_gym.wrappers import menu as menu_module
 from ambitab_gym.wrappers.menu import (
-    GENERIC_QUESTIONS,
+    OPEN_QUESTIONS,
     MenuLayout,
     build_menu,
     menu_features,
@@ -60,7 +60,7 @@ def test_menu_of_a_hand_worked_request():
         ("table", "order items"),
     ]
     assert menu.items[0].question == STOP
-    assert [i.question for i in menu.items[1:3]] == list(GENERIC_QUESTIONS)
+    assert [i.question for i in menu.items[1:3]] == list(OPEN_QUESTIONS)
     assert menu.items[8].question == 'What exactly do you mean by "most popular"?'
     assert menu.mask().tolist() == [True] * 10 + [False] * 22
 
@@ -126,7 +126,7 @@ def _bundled():
 def test_no_candidate_uses_words_outside_the_visible_text(corpus_name):
     corpus = load_corpus(corpus_name)
     assert corpus.records, f"bundled corpus {corpus_name} has no records"
-    fixed = {STOP, *GENERIC_QUESTIONS}
+    fixed = {STOP, *OPEN_QUESTIONS}
     for record in corpus.records:
         spec = corpus.public_spec(record)
         visible = _words(spec.request) | _words(spec.schema_text or "")

@@ -12,7 +12,8 @@ Each one breaks the reference oracle in one known way, so that one diagnostic mu
   nothing, credits the first open ambiguity for any question that names a table or column of
   the record's database. Caught by dRec_spec^Q with an asker that names schema words.
 * :func:`make_leaky_oracle` - one of the above by name, built for a corpus.
-* :func:`schema_identifiers` - the table and column names of a schema's ``CREATE`` statements.
+* :func:`schema_identifiers` - the table and column names of a schema's ``CREATE`` statements
+  (:func:`ambitab_gym.textutil.schema_identifiers`, the one sqlglot schema parser, re-exported).
 
 The two leaky matchers answer with the reference responder, so their answers state exactly the
 resolutions they credited; the leak is in the credit, not in the words.
@@ -23,12 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-import sqlglot
-from sqlglot import exp
-
 from ambitab_gym.corpora import Corpus
 from ambitab_gym.oracles.base import Matcher, Oracle, OracleContext, Responder
 from ambitab_gym.oracles.deterministic import deterministic_oracle
+from ambitab_gym.textutil import schema_identifiers
 
 __all__ = [
     "LEAKY_ORACLE_NAMES",
@@ -116,34 +115,6 @@ class GenericCreditMatcher:
         return credits if credits else _first_open(context)
 
 
-def schema_identifiers(schema_text: str, dialect: str | None = None) -> list[str]:
-    """Table and column names declared by the ``CREATE`` statements of a schema, in order.
-
-    Args:
-        schema_text: ``CREATE TABLE``/``CREATE VIEW`` statements.
-        dialect: a sqlglot dialect (``sqlite``, ``duckdb``, ``postgres``; None for the default).
-
-    >>> schema_identifiers("CREATE TABLE staff (staff_id INT, salary REAL);"
-    ...                    "CREATE TABLE region (name TEXT)")
-    ['staff', 'staff_id', 'salary', 'region', 'name']
-    """
-    names: list[str] = []
-    try:
-        statements = sqlglot.parse(schema_text, read=dialect)
-    except sqlglot.errors.ParseError as error:
-        raise ValueError(
-            f"cannot read the schema to find its table and column names: {error}"
-        ) from None
-    for statement in statements:
-        if not isinstance(statement, exp.Create):
-            continue
-        for node in statement.find_all(exp.Table, exp.ColumnDef):
-            name = node.name
-            if name and name not in names:
-                names.append(name)
-    return names
-
-
 def _identifier_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
     variants: set[str] = set()
     for name in names:
@@ -207,7 +178,7 @@ def _corpus_identifiers(corpus: Corpus) -> Callable[[str], list[str]]:
     )
 
     def identifiers(database: str) -> list[str]:
-        return schema_identifiers(corpus.schema_text(database), dialect)
+        return schema_identifiers(corpus.schema_text(database), dialect, strict=True)
 
     return identifiers
 

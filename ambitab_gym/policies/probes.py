@@ -26,44 +26,28 @@ from __future__ import annotations
 
 import re
 
-import sqlglot
-from sqlglot import exp
-
 from ambitab_gym.actions import STOP
 from ambitab_gym.corpora import Corpus
 from ambitab_gym.errors import ConfigurationError
-from ambitab_gym.oracles.leaky import schema_identifiers
 from ambitab_gym.policies.interpretation import InterpretationSolver
 from ambitab_gym.records import TaskRecord
+from ambitab_gym.textutil import extract_sql, schema_identifiers
 from ambitab_gym.trajectory import PublicView
 
 __all__ = ["DialogueSQLSolver", "SchemaProbeAsker", "find_sql"]
 
-_FENCED = re.compile(r"```(?:sql)?[ \t]*\n?(.*?)```", re.IGNORECASE | re.DOTALL)
-_BARE = re.compile(r"(?<![\w`])((?:SELECT|WITH)\s.*)", re.DOTALL)  # upper-case keywords only
-
 
 def find_sql(text: str) -> str | None:
-    """The last SQL in a text: a fenced block, else upper-case ``SELECT``/``WITH`` to the end
-    of the text when that parses as a query (so "customers with ..." is not SQL).
+    """The last SQL in a dialogue answer: :func:`ambitab_gym.textutil.extract_sql` with
+    ``last=True, strict=True`` - the last fence holding SQL, else upper-case ``SELECT``/``WITH``
+    to the end of the text when that parses as a query (so "customers with ..." is not SQL).
 
     >>> find_sql("Yes. Here is the exact SQL:\\n```sql\\nSELECT name FROM t\\n```")
     'SELECT name FROM t'
     >>> find_sql("Use this: SELECT 1"), find_sql("Customers with select orders, WITH care.")
     ('SELECT 1', None)
     """
-    fenced = [m.group(1).strip() for m in _FENCED.finditer(text) if m.group(1).strip()]
-    if fenced:
-        return fenced[-1]
-    bare = _BARE.search(text)
-    if bare is None:
-        return None
-    candidate = bare.group(1).strip()
-    try:
-        parsed = sqlglot.parse_one(candidate)
-    except sqlglot.errors.SqlglotError:
-        return None
-    return candidate if isinstance(parsed, exp.Query) else None
+    return extract_sql(text, last=True, strict=True)
 
 
 class SchemaProbeAsker:
@@ -98,7 +82,7 @@ class SchemaProbeAsker:
         names = self._names.get(schema)
         if names is None:
             try:
-                names = schema_identifiers(schema)
+                names = schema_identifiers(schema, strict=True)
             except ValueError:
                 names = re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", schema)
             self._names[schema] = names

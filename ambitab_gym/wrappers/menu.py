@@ -3,8 +3,9 @@
 * :class:`MenuItem` - one candidate: its kind, the phrase it asks about and the question text.
 * :class:`Menu` - the candidates of one episode; :func:`build_menu` makes it from a
   :class:`~ambitab_gym.trajectory.PublicView` **only** (request phrases, schema table and column
-  names, generic questions, ``STOP``). It never sees the record, so it cannot offer a candidate
-  derived from registered ambiguities or resolutions (DESIGN section 3).
+  names, :data:`OPEN_QUESTIONS`, ``STOP``). It never sees the record, so it cannot offer a
+  candidate derived from registered ambiguities or resolutions (DESIGN section 3). Schema names
+  come from :func:`ambitab_gym.textutil.schema_names` (sqlglot), re-exported here.
 * :class:`MenuLayout` - the shape of the numeric observation (global features + one feature row
   per slot); :func:`menu_features` computes it from the public view and the menu.
 * :class:`QuestionMenu` - a Gymnasium wrapper: ``Discrete(n_slots)`` actions, a fixed-size
@@ -13,12 +14,15 @@
   ``env.unwrapped``: under a ``SpecificationRandomization`` its menu is built from x'.
 
 Everything is deterministic: hashing uses BLAKE2b, never Python's salted ``hash``.
+
+Deprecated (one release): ``GENERIC_QUESTIONS`` of this module is now :data:`OPEN_QUESTIONS`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,11 +33,12 @@ from gymnasium import spaces
 
 from ambitab_gym.actions import STOP
 from ambitab_gym.oracles.base import REFUSAL
+from ambitab_gym.textutil import schema_names
 from ambitab_gym.trajectory import PublicView
 from ambitab_gym.wrappers.stack import AgentInterface, agent_view, check_agent_interface
 
 __all__ = [
-    "GENERIC_QUESTIONS",
+    "OPEN_QUESTIONS",
     "Menu",
     "MenuItem",
     "MenuLayout",
@@ -46,11 +51,24 @@ __all__ = [
 ItemKind = Literal["stop", "generic", "request", "table", "column"]
 _KINDS: tuple[str, ...] = ("stop", "generic", "request", "table", "column")
 
-#: Record-independent questions every menu offers (they name no phrase).
-GENERIC_QUESTIONS: tuple[str, ...] = (
+#: Record-independent open questions every menu offers (they name no phrase); not the generic
+#: questions of the adversarial none-asker (``ambitab_gym.policies.scripted.GENERIC_QUESTIONS``).
+OPEN_QUESTIONS: tuple[str, ...] = (
     "Could you tell me more about what you need?",
     "Is there anything else I should know to get this right?",
 )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GENERIC_QUESTIONS":
+        warnings.warn(
+            "ambitab_gym.wrappers.menu.GENERIC_QUESTIONS is now OPEN_QUESTIONS (GENERIC_QUESTIONS "
+            "names the none-asker's questions in ambitab_gym.policies.scripted)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return OPEN_QUESTIONS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _split(text: str) -> list[str]:
@@ -71,15 +89,6 @@ _STOPWORDS = frozenset(
 )
 # Prepositions that may start (not end) a phrase: "on time", "in 2023", "before 1900".
 _LEADING_OK = frozenset(_split("on in at by over under before after within since during"))
-_CONSTRAINT_WORDS = frozenset(
-    _split("primary foreign unique check constraint key index exclude like")
-)
-_CREATE = re.compile(
-    r"create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+)?(table|view)\s+(?:if\s+not\s+exists\s+)?"
-    r"((?:[\"`\[]?[\w.]+[\"`\]]?))",
-    re.IGNORECASE,
-)
-
 _WORD_BUCKETS = 32
 _SUFFIX_BUCKETS = 16
 _TEXT_BUCKETS = 32
@@ -159,69 +168,6 @@ def _humanize(identifier: str) -> str:
     return re.sub(r"[_\s]+", " ", identifier.strip('"`[]')).strip()
 
 
-def _split_top_level(body: str) -> list[str]:
-    parts, depth, current = [], 0, []
-    for char in body:
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return parts
-
-
-def schema_names(schema_text: str | None) -> tuple[list[str], list[str]]:
-    """Table and column names declared in ``CREATE TABLE``/``CREATE VIEW`` statements.
-
-    Args:
-        schema_text: the schema as the agent sees it (may be None).
-
-    Returns:
-        ``(tables, columns)`` in declaration order, without duplicates.
-
-    >>> schema_names("CREATE TABLE shop_orders (order_id INT PRIMARY KEY, total REAL, "
-    ...              "PRIMARY KEY (order_id));")
-    (['shop_orders'], ['order_id', 'total'])
-    """
-    tables: list[str] = []
-    columns: list[str] = []
-    if not schema_text:
-        return tables, columns
-    for found in _CREATE.finditer(schema_text):
-        name = found.group(2).strip('"`[]').split(".")[-1]
-        if name not in tables:
-            tables.append(name)
-        if found.group(1).lower() != "table":
-            continue
-        open_at = schema_text.find("(", found.end())
-        if open_at < 0 or schema_text[found.end() : open_at].strip().lower().startswith("as"):
-            continue
-        depth, close_at = 0, len(schema_text)
-        for index in range(open_at, len(schema_text)):
-            if schema_text[index] == "(":
-                depth += 1
-            elif schema_text[index] == ")":
-                depth -= 1
-                if depth == 0:
-                    close_at = index
-                    break
-        for part in _split_top_level(schema_text[open_at + 1 : close_at]):
-            tokens = part.split()
-            if not tokens:
-                continue
-            column = tokens[0].strip('"`[]')
-            if column.lower() in _CONSTRAINT_WORDS or not re.fullmatch(r"\w+", column):
-                continue
-            if column not in columns:
-                columns.append(column)
-    return tables, columns
-
-
 def _request_phrases(request: str, max_words: int) -> tuple[list[MenuItem], int]:
     tokens = list(_TOKEN.finditer(request))
     lowered = [t.group(0).lower() for t in tokens]
@@ -271,7 +217,7 @@ def build_menu(
         raise TypeError(
             f"build_menu takes the agent's PublicView (agent_view(env)), not {type(view).__name__}"
         )
-    fixed = [MenuItem("stop", "", STOP)] + [MenuItem("generic", "", q) for q in GENERIC_QUESTIONS]
+    fixed = [MenuItem("stop", "", STOP)] + [MenuItem("generic", "", q) for q in OPEN_QUESTIONS]
     if n_slots < len(fixed):
         raise ValueError(f"n_slots must be at least {len(fixed)} (STOP and generic questions)")
     spec = view.spec
