@@ -1,6 +1,7 @@
 """ambitab-gym: conversational task disambiguation over databases as Gymnasium environments.
 
-Importing the package registers the six env ids::
+Importing the package registers the env ids of :mod:`ambitab_gym.registry` (one per corpus,
+plus ``AmbiTab-Procedural-v0``)::
 
     import gymnasium as gym
     import ambitab_gym
@@ -21,6 +22,7 @@ from ambitab_gym.env import PRIVILEGED_INFO_KEYS, AmbiTabEnv
 from ambitab_gym.metrics import question_f1
 from ambitab_gym.oracles import Oracle, canonical_question, deterministic_oracle
 from ambitab_gym.records import Ambiguity, PublicSpec, TaskRecord, VerificationSpec, load_records
+from ambitab_gym.registry import components
 from ambitab_gym.spaces import UnicodeText
 from ambitab_gym.trajectory import PublicView, Trajectory
 from ambitab_gym.verify import Verdict, Verifier
@@ -53,20 +55,15 @@ __all__ = [
 
 
 def _register_envs() -> None:
-    for env_id, corpus in ENV_IDS.items():
-        if env_id not in _gym_registry:
+    """Register every env id of :mod:`ambitab_gym.registry` with Gymnasium."""
+    for entry in components("env"):
+        if entry.name not in _gym_registry:
             register(
-                id=env_id,
-                entry_point="ambitab_gym.env:AmbiTabEnv",
-                kwargs={"corpus": corpus},
+                id=entry.name,
+                entry_point=entry.factory,
+                kwargs=dict(entry.kwargs),
                 disable_env_checker=False,
             )
-    if "AmbiTab-Procedural-v0" not in _gym_registry:  # a fresh generated task at every reset
-        register(
-            id="AmbiTab-Procedural-v0",
-            entry_point="ambitab_gym.generate.env:ProceduralEnv",
-            disable_env_checker=False,
-        )
 
 
 _register_envs()

@@ -75,7 +75,7 @@ KINDS: dict[str, str] = {
     "oracle": "oracles (--oracle)",
     "oracle_policy": "LLM-oracle access policies (--oracle-policy)",
     "strategy": "LLM asker strategies (--asker llm:STRATEGY)",
-    "engine": "SQL engines (--engine)",
+    "engine": "SQL engines (manifest engine, AmbiTabEnv(engine=...))",
     "converter": "converters (build SOURCE)",
     "env": "env ids (gym.make, ENV_ID)",
 }
@@ -174,7 +174,7 @@ class Component:
         for key in self.needs:
             if context.get(key) is None:
                 raise UsageError(f"{self.kind} {self.name!r} needs {_NEEDS.get(key, key)}")
-        context = {self.bind.get(key, key): value for key, value in context.items()}
+        context = dict(context)
         for parameter, key in self.bind.items():
             if key in context:
                 context[parameter] = context.pop(key)
@@ -187,7 +187,6 @@ class Component:
 _NEEDS = {"llm_client": "an LLM server: pass --llm-url and --model", "corpus": "a corpus"}
 
 _P = "ambitab_gym.policies"
-_LLM = "ambitab_gym.llm"
 
 _ENTRIES: tuple[Component, ...] = (
     # -- askers (the evaluated policy; paper C.1 baselines and A.4 probes) ---------------------
@@ -223,7 +222,7 @@ _ENTRIES: tuple[Component, ...] = (
     Component(
         "asker",
         "llm:STRATEGY",
-        f"{_LLM}:make_llm_asker",
+        f"{_P}.llm:make_llm_asker",
         "an LLM asker behind an OpenAI-compatible server, with a prompt strategy",
         bind={"client": "llm_client"},
         needs=("llm_client",),
@@ -256,7 +255,7 @@ _ENTRIES: tuple[Component, ...] = (
     Component(
         "solver",
         "llm",
-        f"{_LLM}:make_llm_solver",
+        f"{_P}.llm:make_llm_solver",
         "an LLM writes the SQL from the visible dialogue",
         bind={"client": "llm_client"},
         needs=("llm_client",),
@@ -273,7 +272,7 @@ _ENTRIES: tuple[Component, ...] = (
     Component(
         "oracle",
         "llm",
-        f"{_LLM}:make_llm_oracle",
+        "ambitab_gym.oracles.llm:make_llm_oracle",
         "two-stage LLM oracle (matcher routes, responder answers) under an access policy",
         bind={"client": "llm_client"},
         needs=("llm_client",),
@@ -323,13 +322,13 @@ _OWNED: dict[str, tuple[tuple[str, ...], str, str]] = {
     ),
     "engine": (("ambitab_gym.verify.engines:ENGINES",), "ambitab_gym.verify.engines:ENGINES", ""),
     "strategy": (
-        ("ambitab_gym.policies.llm_prompts:STRATEGIES", "ambitab_gym.llm.prompts:ASKER_STRATEGIES"),
-        f"{_LLM}:make_llm_asker",
+        ("ambitab_gym.policies.llm_prompts:STRATEGIES",),
+        f"{_P}.llm:make_llm_asker",
         "LLM asker prompt strategy",
     ),
     "oracle_policy": (
         ("ambitab_gym.oracles.access:ORACLE_POLICIES",),
-        f"{_LLM}:make_llm_oracle",
+        "ambitab_gym.oracles.llm:make_llm_oracle",
         "LLM-oracle access policy",
     ),
     "converter": (
@@ -341,9 +340,14 @@ _OWNED: dict[str, tuple[tuple[str, ...], str, str]] = {
 
 
 def _description(value: Any, template: str, name: str) -> str:
-    text = getattr(value, "description", None)
-    if not isinstance(value, str) and isinstance(text, str) and text.strip():
-        return text.strip().splitlines()[0]
+    """An owned entry's line: its ``description``, else its docstring's first line (a factory),
+    else the kind's template."""
+    if not isinstance(value, str):
+        text = getattr(value, "description", None)
+        if not (isinstance(text, str) and text.strip()) and callable(value):
+            text = inspect.getdoc(value)
+        if isinstance(text, str) and text.strip():
+            return " ".join(text.strip().split("\n\n")[0].split())
     return template.format(name=name, value=value)
 
 
@@ -361,7 +365,14 @@ def _owned(kind: str) -> tuple[Component, ...]:
         table.items() if isinstance(table, Mapping) else ((name, name) for name in table)
     )
     return tuple(
-        Component(kind, str(name), _reference(value, factory), _description(value, template, name))
+        Component(
+            kind,
+            str(name),
+            _reference(value, factory),
+            _description(value, template, name),
+            # an env id's table value is its corpus: AmbiTabEnv(corpus=...)
+            kwargs={"corpus": value} if kind == "env" and isinstance(value, str) else {},
+        )
         for name, value in items
     )
 

@@ -6,6 +6,8 @@
 * :func:`output_file` / :func:`output_folder` - paths the command will write: missing parent
   folders are created when the command writes, so only what cannot work is refused here (a
   folder where a file is expected, a file where a folder is expected, no write permission).
+* :func:`component_help`, :func:`check_component` - the ``--help`` text listing the names of
+  :mod:`ambitab_gym.registry`, and the check of a name (an unknown one lists the valid ones).
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ import argparse
 import os
 from pathlib import Path
 
-__all__ = ["non_negative_int", "output_file", "output_folder", "positive_int"]
+from ambitab_gym import registry
+from ambitab_gym.errors import UnknownComponent
+
+__all__ = [
+    "check_component",
+    "component_help",
+    "non_negative_int",
+    "output_file",
+    "output_folder",
+    "positive_int",
+]
 
 
 def _int(text: str) -> int:
@@ -92,3 +104,46 @@ def output_folder(text: str) -> Path:
         return path
     _writable_ancestor(path)
     return path
+
+
+def check_component(kind: str, name: str) -> str:
+    """``name`` when it is a registered ``kind`` (``llm:STRATEGY`` patterns included) or, for
+    askers, solvers and oracles, an import path ``module:callable``.
+
+    Commands call it first thing in ``run``, so a wrong name fails before anything runs, with
+    the command's usual error line and exit status 2.
+
+    Raises:
+        UnknownComponent: listing the valid names.
+
+    >>> check_component("solver", "dialogue-sql")
+    'dialogue-sql'
+    >>> check_component("solver", "telepathy")
+    Traceback (most recent call last):
+    ...
+    ambitab_gym.errors.UnknownComponent: unknown solver 'telepathy'; use one of: interpretation, dialogue-sql, dialogue-sql-blind, llm (or an import path 'module:callable')
+    """
+    try:
+        registry.get(kind, name)
+    except UnknownComponent:
+        importable = kind in ("asker", "solver", "oracle")
+        if not (importable and ":" in name and not name.startswith("llm:")):
+            raise
+    return name
+
+
+def component_help(kind: str, *, default: str | None = None, lead: str = "") -> str:
+    """A ``--help`` text listing the registry's names of ``kind`` (never written by hand, so
+    it cannot drift from what the command accepts).
+
+    >>> component_help("solver", default="interpretation")
+    'interpretation, dialogue-sql, dialogue-sql-blind, llm or module:callable (default: interpretation)'
+    """
+    text = lead + registry.choices_help(kind)
+    patterns = [c for c in registry.components(kind) if c.parameter_kind is not None]
+    for entry in patterns:
+        placeholder = entry.name.split(":", 1)[1]
+        text += f"; {placeholder}: {', '.join(registry.names(entry.parameter_kind))}"
+    if default is not None:
+        text += f" (default: {default})"
+    return text

@@ -34,8 +34,8 @@ every dropped item is listed with its reason in <out>/dropped.jsonl.
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``build`` subcommand."""
+    from ambitab_gym import registry
     from ambitab_gym.commands._args import non_negative_int, output_folder
-    from ambitab_gym.convert.builder import SOURCES
 
     parser = subparsers.add_parser(
         "build",
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "source_name",
         metavar="SOURCE",
-        choices=sorted(SOURCES),
+        choices=sorted(registry.names("converter")),
         help="upstream dataset: %(choices)s",
     )
     parser.add_argument(

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from ambitab_gym.commands._args import output_file, positive_int
+from ambitab_gym import defaults
+from ambitab_gym.commands._args import check_component, component_help, output_file, positive_int
 
 __all__ = ["register"]
 
@@ -25,15 +26,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--asker",
         default="full",
-        help="none, full, full-adv, generic, llm:STRATEGY or module:callable",
+        help=component_help("asker", default="full"),
     )
     parser.add_argument(
-        "--solver", default="interpretation", help="interpretation, llm or module:callable"
+        "--solver",
+        default="interpretation",
+        help=component_help("solver", default="interpretation"),
     )
     parser.add_argument(
         "--oracle",
         default="deterministic",
-        help="deterministic, llm, a leaky oracle or module:callable",
+        help=component_help("oracle", default="deterministic"),
     )
     parser.add_argument("--seeds", type=positive_int, default=1, help="number of seeds (0..N-1)")
     parser.add_argument(
@@ -41,13 +44,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--limit", type=positive_int, default=None, help="only the first N records")
     parser.add_argument(
-        "--budget-slack", type=positive_int, default=3, help="decisions beyond m (default 3)"
+        "--budget-slack",
+        type=positive_int,
+        default=defaults.BUDGET_SLACK,
+        help=f"decisions beyond m (default {defaults.BUDGET_SLACK})",
     )
     parser.add_argument(
         "--results",
         type=output_file,
-        default=Path("ambitab-results.duckdb"),
-        help="DuckDB results file (resumes when it holds the campaign)",
+        default=Path(defaults.RESULTS_FILE),
+        help=f"DuckDB results file (default {defaults.RESULTS_FILE}; resumes when it holds the "
+        "campaign)",
     )
     parser.add_argument(
         "--csv",
@@ -59,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--concurrency",
         type=positive_int,
         default=None,
-        help="episodes in flight (default 1, 64 with an LLM)",
+        help=f"episodes in flight (default {defaults.CONCURRENCY}, "
+        f"{defaults.LLM_CONCURRENCY} with an LLM)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object as the last line"
@@ -105,9 +113,12 @@ def llm_identity(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
+    from ambitab_gym.errors import AmbiTabError
     from ambitab_gym.evaluation import CampaignConfig, ResultsStore, format_table, run_campaign
 
     try:
+        for kind in ("asker", "solver", "oracle"):
+            check_component(kind, getattr(args, kind))
         corpus = load_corpus(args.env_id)
         print(f"corpus {corpus.name!r}: {corpus.origin}, {corpus.path}", file=sys.stderr)
         config = CampaignConfig(
@@ -122,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             llm=llm_identity(args),
         )
         client = llm_client_from(args)
-        concurrency = args.concurrency or (64 if client is not None else 1)
+        concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
         with ResultsStore(args.results) as store:
             summary = run_campaign(
                 config,
@@ -135,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             if args.csv:
                 count = store.export_csv(args.csv, config.campaign_id)
                 print(f"wrote {count} episodes to {args.csv}", file=sys.stderr)
-    except (CorpusNotFound, ValueError, RuntimeError, OSError) as error:
+    except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
         print(f"ambitab-gym evaluate: {error}", file=sys.stderr)
         return 2
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"

@@ -7,7 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from ambitab_gym.commands._args import non_negative_int, output_file, positive_int
+from ambitab_gym import defaults
+from ambitab_gym.commands._args import (
+    check_component,
+    component_help,
+    non_negative_int,
+    output_file,
+    positive_int,
+)
 from ambitab_gym.commands.evaluate import add_llm_options
 
 __all__ = ["register"]
@@ -28,50 +35,59 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--oracle",
         default="deterministic",
-        help="the oracle under study: deterministic (each corpus's own), llm, "
-        "leaky-sql-responder, generic-credit-matcher, schema-word-matcher or module:callable",
+        help=component_help("oracle", default="deterministic", lead="the oracle under study: "),
     )
     parser.add_argument(
         "--asker",
         required=True,
-        help="the evaluated asker: none, full, full-adv, generic, schema-probe, llm:STRATEGY "
-        "or module:callable",
+        help=component_help("asker", lead="the evaluated asker: "),
     )
     parser.add_argument(
         "--solver",
         default="interpretation",
-        help="interpretation, dialogue-sql (copies SQL found in the answers), "
-        "dialogue-sql-blind (copies SQL, else the default reading), llm or module:callable",
+        help=component_help("solver", default="interpretation"),
     )
     parser.add_argument("--seeds", type=positive_int, default=1, help="number of seeds (0..N-1)")
     parser.add_argument("--split", default=None, help="a split of the corpus (default: all)")
     parser.add_argument("--limit", type=positive_int, default=None, help="only the first N records")
     parser.add_argument(
-        "--budget-slack", type=positive_int, default=3, help="decisions beyond m (default 3)"
+        "--budget-slack",
+        type=positive_int,
+        default=defaults.BUDGET_SLACK,
+        help=f"decisions beyond m (default {defaults.BUDGET_SLACK})",
     )
     parser.add_argument(
         "--spec-seed",
         type=non_negative_int,
-        default=0,
-        help="seed of the specification-randomization replacement map (default 0)",
+        default=defaults.SPEC_SEED,
+        help="seed of the specification-randomization replacement map "
+        f"(default {defaults.SPEC_SEED})",
     )
     parser.add_argument(
-        "--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)"
+        "--resamples",
+        type=positive_int,
+        default=defaults.BOOTSTRAP_RESAMPLES,
+        help=f"bootstrap resamples (default {defaults.BOOTSTRAP_RESAMPLES})",
     )
     parser.add_argument(
-        "--bootstrap-seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)"
+        "--bootstrap-seed",
+        type=non_negative_int,
+        default=defaults.BOOTSTRAP_SEED,
+        help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
     )
     parser.add_argument(
         "--results",
         type=output_file,
-        default=Path("ambitab-results.duckdb"),
-        help="DuckDB results file (resumes when it holds the campaign)",
+        default=Path(defaults.RESULTS_FILE),
+        help=f"DuckDB results file (default {defaults.RESULTS_FILE}; resumes when it holds the "
+        "campaign)",
     )
     parser.add_argument(
         "--concurrency",
         type=positive_int,
         default=None,
-        help="episodes in flight (default 1, 64 with an LLM)",
+        help=f"episodes in flight (default {defaults.CONCURRENCY}, "
+        f"{defaults.LLM_CONCURRENCY} with an LLM)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object as the last line"
@@ -89,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from ambitab_gym.commands.evaluate import llm_client_from, llm_identity, oracle_options
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
     from ambitab_gym.diagnostics import LeakageConfig, format_leakage_table, run_leakage
+    from ambitab_gym.errors import AmbiTabError
     from ambitab_gym.evaluation import ResultsStore
 
     if args.seeds < 1:
@@ -98,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         print("ambitab-gym leakage: --resamples must be at least 1", file=sys.stderr)
         return 2
     try:
+        for kind in ("asker", "solver", "oracle"):
+            check_component(kind, getattr(args, kind))
         corpus = load_corpus(args.env_id)
         print(f"corpus {corpus.name!r}: {corpus.origin}, {corpus.path}", file=sys.stderr)
         config = LeakageConfig(
@@ -113,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             llm=llm_identity(args),
         )
         client = llm_client_from(args)
-        concurrency = args.concurrency or (64 if client is not None else 1)
+        concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
         with ResultsStore(args.results) as store:
             report = run_leakage(
                 config,
@@ -125,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 bootstrap_seed=args.bootstrap_seed,
                 oracle_options=oracle_options(args),
             )
-    except (CorpusNotFound, ValueError, RuntimeError, OSError) as error:
+    except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
         print(f"ambitab-gym leakage: {error}", file=sys.stderr)
         return 2
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"

@@ -1,7 +1,11 @@
-"""``ambitab-gym list [--json]``: every available corpus with the counts of paper Table 4.
+"""``ambitab-gym list [--components] [--json]``: every corpus with the counts of paper Table 4,
+or every registered component.
 
 Bundled samples and corpora built into the data home are both listed; a built corpus shadows
 the bundled sample of the same name (``load_corpus`` and ``gym.make`` pick the built one).
+With ``--components`` the command lists :mod:`ambitab_gym.registry` instead: askers, solvers,
+oracles, LLM-oracle access policies, LLM asker strategies, SQL engines, converters and env ids,
+each with its one-line description (the same entries the other commands' ``--help`` lists).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from ambitab_gym import registry
 from ambitab_gym.corpora import (
     BUNDLED_DIR,
     Corpus,
@@ -20,7 +25,15 @@ from ambitab_gym.corpora import (
 )
 from ambitab_gym.corpora.stats import corpus_stats
 
-__all__ = ["COLUMNS", "corpus_entries", "format_table", "register", "run"]
+__all__ = [
+    "COLUMNS",
+    "component_entries",
+    "corpus_entries",
+    "format_components",
+    "format_table",
+    "register",
+    "run",
+]
 
 #: (JSON key, table heading) of the per-split columns, in Table 4 order plus AVTs.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -42,9 +55,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "databases, records with ambiguities, ambiguities (critical + knowledge) and AVTs.",
     )
     parser.add_argument(
+        "--components",
+        action="store_true",
+        help="list the registered components (askers, solvers, oracles, access policies, LLM "
+        "strategies, engines, converters, env ids) instead of the corpora",
+    )
+    parser.add_argument(
         "--json", action="store_true", help="print one JSON array (the last line of output)"
     )
     parser.set_defaults(func=run)
+
+
+def component_entries() -> list[dict]:
+    """One dict per registered component: ``kind``, ``name``, ``description``, ``factory``
+    (``module:attr``) and ``tags``, in :data:`ambitab_gym.registry.KINDS` order.
+
+    >>> entries = component_entries()
+    >>> {"kind": "solver", "name": "dialogue-sql"} in [
+    ...     {"kind": e["kind"], "name": e["name"]} for e in entries]
+    True
+    """
+    return [
+        {
+            "kind": c.kind,
+            "name": c.name,
+            "description": c.description,
+            "factory": c.factory,
+            "tags": list(c.tags),
+        }
+        for kind in registry.KINDS
+        for c in registry.components(kind)
+    ]
+
+
+def format_components(entries: list[dict]) -> str:
+    """The components as text: one block per kind, one aligned line per component."""
+    out: list[str] = []
+    width = max((len(e["name"]) for e in entries), default=0)
+    for kind, title in registry.KINDS.items():
+        block = [e for e in entries if e["kind"] == kind]
+        if not block:
+            continue
+        out += ["" if out else None, f"{title}:"]
+        out += [f"  {e['name'].ljust(width)}  {e['description']}" for e in block]
+    return "\n".join(line for line in out if line is not None)
 
 
 def _folders() -> list[tuple[Path, str]]:
@@ -128,7 +182,11 @@ def format_table(entries: list[dict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the corpora as a table or as JSON; returns 0."""
+    """Print the corpora (or the components) as a table or as JSON; returns 0."""
+    if getattr(args, "components", False):
+        components = component_entries()
+        print(json.dumps(components) if args.json else format_components(components))
+        return 0
     entries = corpus_entries()
     if args.json:
         print(json.dumps(entries, ensure_ascii=False))

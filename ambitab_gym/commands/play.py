@@ -7,7 +7,7 @@ import argparse
 import secrets
 import sys
 
-from ambitab_gym.commands._args import non_negative_int
+from ambitab_gym.commands._args import check_component, component_help, non_negative_int
 from ambitab_gym.commands.evaluate import llm_client_from
 from ambitab_gym.commands.llm_options import add_llm_arguments
 
@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--solver",
         default="interpretation",
-        help="interpretation (default), llm, module:callable, or none to type the SQL yourself",
+        help=component_help("solver", default="interpretation")
+        + "; or none to type the SQL yourself",
     )
     parser.add_argument(
         "--seed",
@@ -52,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     if seed is None and args.record is None:
         seed = secrets.randbelow(2**31)  # shown in the banner, so the task can be replayed
     try:
+        if args.solver != "none":
+            check_component("solver", args.solver)
         env = make_play_env(
             args.env_id, solver=args.solver, split=args.split, llm_client=llm_client_from(args)
         )

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from ambitab_gym import defaults
 from ambitab_gym.commands._args import non_negative_int, positive_int
 
 __all__ = ["register", "run"]
@@ -40,11 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--resamples",
         type=positive_int,
-        default=2000,
-        help="leakage bootstrap resamples (default 2000)",
+        default=defaults.BOOTSTRAP_RESAMPLES,
+        help=f"leakage bootstrap resamples (default {defaults.BOOTSTRAP_RESAMPLES})",
     )
     parser.add_argument(
-        "--bootstrap-seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)"
+        "--bootstrap-seed",
+        type=non_negative_int,
+        default=defaults.BOOTSTRAP_SEED,
+        help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
     )
     parser.add_argument(
         "--json",
