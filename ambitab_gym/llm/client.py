@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.llm.errors import (
     LLMConnectionError,
     LLMContextOverflow,
@@ -150,10 +151,12 @@ class _LoopThread:
 def _normalize_base_url(base_url: str) -> str:
     base = base_url.strip().rstrip("/")
     if not base:
-        raise ValueError("the LLM base URL is empty; pass e.g. http://127.0.0.1:8000/v1")
+        raise ConfigurationError("the LLM base URL is empty; pass e.g. http://127.0.0.1:8000/v1")
     parts = urlsplit(base)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"the LLM base URL {base_url!r} must look like http://HOST:PORT/v1")
+        raise ConfigurationError(
+            f"the LLM base URL {base_url!r} must look like http://HOST:PORT/v1"
+        )
     if parts.path in ("", "/"):
         base += "/v1"  # servers mount the OpenAI routes under /v1
     return base

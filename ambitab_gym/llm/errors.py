@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from ambitab_gym.errors import LLMServiceError
+
 __all__ = [
     "LLMConnectionError",
     "LLMContextOverflow",
@@ -18,8 +20,11 @@ __all__ = [
 ]
 
 
-class LLMError(RuntimeError):
+class LLMError(LLMServiceError):
     """A failed chat-completions call. ``category`` names the kind of failure.
+
+    An :class:`ambitab_gym.errors.LLMServiceError` (and so an ``AmbiTabError`` and a
+    ``RuntimeError``).
 
     Example:
         >>> LLMHTTPError("server error", status=503).category
