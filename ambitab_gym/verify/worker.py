@@ -413,6 +413,7 @@ _SQLITE_LIMITS = [
 SQLITE_PROGRESS_EVERY = 1_000
 _FETCH_CHUNK = 1_000
 _SQLITE_SLOW = ("slow",)
+_SQLITE_RECURSIVE = 33  # SQLITE_RECURSIVE, missing from older ``sqlite3`` modules
 
 
 class SQLiteSession:
@@ -580,9 +581,6 @@ class SQLiteSession:
         self.connection.close()
 
 
-_SQLITE_RECURSIVE = 33  # SQLITE_RECURSIVE, missing from older ``sqlite3`` modules
-
-
 def _error(category: str, message: str) -> tuple:
     return ("error", category, cut(message))
 
@@ -641,7 +639,10 @@ class _DuckDBSession:
         except ValueError:  # a statement type this DuckDB's Python API has no name for
             kind = None
         if kind != duckdb.StatementType.SELECT:
-            name = str(kind).rsplit(".", 1)[-1] if kind is not None else "an unsupported statement"
+            if kind is None:  # e.g. UPDATE EXTENSIONS, which used to kill the worker
+                name = " ".join(sql.split()[:2]).upper()[:40]
+            else:
+                name = str(kind).rsplit(".", 1)[-1]
             return _error(
                 "rejected", f"only read-only single SELECT statements are allowed (got {name})"
             )
