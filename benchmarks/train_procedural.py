@@ -14,7 +14,7 @@ A policy that picks uniformly among the menu's valid slots is the floor. Reporte
 (macro mean of episode-level harmonic means), precision and recall, and PPO's training
 throughput on each env. The last line is JSON.
 
-    python benchmarks/train_procedural.py [--steps 20000] [--seeds 0]
+    python benchmarks/train_procedural.py [--steps 20000] [--seeds 0] [--subproc]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from ambitab_gym.generate import DatabasePool, GeneratorConfig
 from ambitab_gym.generate.corpus import write_corpus
@@ -59,6 +60,18 @@ def main() -> None:
     parser.add_argument("--distractors", type=_range, default=(0, 1))
     parser.add_argument("--random-seeds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--sources",
+        nargs="+",
+        choices=("procedural", "bird_train"),
+        default=["procedural", "bird_train"],
+        help="which training sources to run",
+    )
+    parser.add_argument(
+        "--subproc",
+        action="store_true",
+        help="run the training envs in subprocesses (SubprocVecEnv): generation overlaps PPO",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -106,12 +119,17 @@ def main() -> None:
         for name, env in evaluations.items()
     }
     for source, (env_id, kwargs) in sources.items():
+        if source not in args.sources:
+            continue
+        if args.subproc:  # a pool cannot cross processes; each subprocess builds its own
+            kwargs = {k: v for k, v in kwargs.items() if k != "pool"}
         runs = []
         for seed in args.seeds:
             venv = make_vec_env(
                 lambda env_id=env_id, kwargs=kwargs: make_menu_env(env_id, env_kwargs=kwargs),
                 n_envs=args.n_envs,
                 seed=seed,
+                vec_env_cls=SubprocVecEnv if args.subproc else DummyVecEnv,
             )
             model = PPO(
                 MenuPolicy,
@@ -149,10 +167,12 @@ def main() -> None:
         for metric in ("f1", "precision", "recall"):
             result[f"random_{name}_{metric}"] = _mean([s[metric] for s in random_scores[name]])
     result["wall_s"] = round(time.perf_counter() - start, 1)
+    result["subproc"] = args.subproc
     for name in evaluations:
         print(
-            f"{name}: procedural {result[f'procedural_{name}_f1']}, "
-            f"bird_train {result[f'bird_train_{name}_f1']}, random {result[f'random_{name}_f1']}"
+            f"{name}: "
+            + ", ".join(f"{s} {result.get(f'{s}_{name}_f1')}" for s in args.sources)
+            + f", random {result[f'random_{name}_f1']}"
         )
     print(json.dumps(result))
 

@@ -230,6 +230,11 @@ def test_a_shared_database_pool_changes_no_task():
     assert first[0] == first[1] == gym.make("AmbiTab-Procedural-v0").reset(seed=9)[0]["task"]
 
 
+def test_m_is_capped_by_the_number_of_families():
+    generator = TaskGenerator(families=("synonym",), ambiguities=(2, 3))
+    assert {generator.generate(seed).records[0].m for seed in range(10)} == {1}
+
+
 def test_config_rejects_bad_options():
     with pytest.raises(ValueError, match="families"):
         GeneratorConfig(families=("nope",))

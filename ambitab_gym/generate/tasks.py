@@ -252,8 +252,8 @@ class TaskGenerator:
             max_records: cap on the AVT's size (m is lowered so that 2^m fits).
 
         Raises:
-            RuntimeError: no valid task within the retry limit (a configuration whose
-                families cannot combine, e.g. ``families=("synonym",)`` with m = 2).
+            RuntimeError: no valid task within the retry limit (m is capped at the number of
+                families; a family that fits no skeleton cannot occur).
         """
         if isinstance(seed, np.random.Generator):
             seed = int(seed.integers(2**63))
@@ -275,6 +275,8 @@ class TaskGenerator:
         domain = config.domains[int(rng.integers(len(config.domains)))]
         db = self.database(domain, int(rng.integers(config.databases_per_domain)))
         lo, hi = config.ambiguities
+        hi = min(hi, len(config.families))
+        lo = min(lo, hi)
         if max_records is not None:
             hi = min(hi, max(0, int(np.floor(np.log2(max(1, max_records))))))
             lo = min(lo, hi)
@@ -301,7 +303,7 @@ class TaskGenerator:
         sqls = [self._sql(db, plan, combo) for combo in combos]
         if not self._verified(db, plan, sqls, combos):
             return None
-        return self._task(db, plan, slots, combos, sqls, request, seed, task_id, chosen)
+        return self._task(db, plan, slots, combos, sqls, request, seed, task_id)
 
     def _plan(
         self, db: GeneratedDatabase, rng: np.random.Generator, skeleton: str, chosen: list[str]
@@ -478,7 +480,6 @@ class TaskGenerator:
         request: str,
         seed: int,
         task_id: str,
-        chosen: list[str],
     ) -> GeneratedTask:
         d = db.domain
         config = self.config
