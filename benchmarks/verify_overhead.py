@@ -17,7 +17,7 @@ query would cost.
 interrupt reaches them) from submission to verdict, under ``Limits(timeout_s=--timeout)``, plus
 each statement's bare duration on a plain connection (``--bare``; capped at 60 s).
 
-    python benchmarks/verify_overhead.py [--queries 8] [--repeats 40]
+    python benchmarks/verify_overhead.py [--queries 8] [--repeats 40] [--engines sqlite,duckdb]
     python benchmarks/verify_overhead.py --hostile [--timeout 5] [--bare]
 
 Last line: ``{"sqlite": {"bare_ms", "verify_ms", "overhead_ms", "ratio"}, "sqlite_worker": {...},
@@ -252,6 +252,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument(
+        "--engines",
+        default="sqlite,sqlite_worker,duckdb,postgres",
+        help="comma-separated rows to measure",
+    )
     parser.add_argument("--hostile", action="store_true", help="time hostile statements instead")
     parser.add_argument("--timeout", type=float, default=5.0, help="--hostile: Limits.timeout_s")
     parser.add_argument("--bare", action="store_true", help="--hostile: also time them bare")
@@ -259,12 +264,14 @@ def main() -> None:
     if args.hostile:
         print(json.dumps(_hostile(args.timeout, args.bare)))
         return
+    rows = {"sqlite": _sqlite, "sqlite_worker": _sqlite_worker, "duckdb": _duckdb}
+    wanted = args.engines.split(",")
     results = {
-        "sqlite": _sqlite(args.queries, args.repeats),
-        "sqlite_worker": _sqlite_worker(args.queries, args.repeats),
-        "duckdb": _duckdb(args.queries, args.repeats),
+        name: measure(args.queries, args.repeats)
+        for name, measure in rows.items()
+        if name in wanted
     }
-    postgres = _postgres(args.queries, args.repeats)
+    postgres = _postgres(args.queries, args.repeats) if "postgres" in wanted else None
     if postgres is not None:
         results["postgres"] = postgres
     for engine, figures in results.items():

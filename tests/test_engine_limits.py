@@ -163,6 +163,9 @@ def test_sqlite_long_values_rerun_in_the_worker(sqlite_engine):
 
 CAP = 16 * 2**20
 RESULT_MB = 300  # the result each query would produce without the cap
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/status").is_file(), reason="reads peak RSS (VmHWM) from /proc"
+)
 
 _SQLITE_RSS_SCRIPT = """
 import json, resource, sys
@@ -189,6 +192,7 @@ print(json.dumps({"category": category, "growth": hwm(pid) - before, "worker": p
 _ROWS = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 300000) "
 
 
+@needs_proc
 @pytest.mark.parametrize(
     ("path", "sql", "in_worker"),
     [
@@ -220,6 +224,7 @@ def _vm_hwm(pid: int) -> int:
     raise AssertionError("no VmHWM")
 
 
+@needs_proc
 def test_duckdb_result_cap_is_enforced_in_the_worker_with_bounded_memory(duckdb_engine):
     limits = Limits(timeout_s=60, max_rows=10_000_000, max_result_bytes=CAP, memory_limit_mb=256)
     sql = "SELECT repeat('x', 1000) || range FROM range(300000)"
