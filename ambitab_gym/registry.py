@@ -186,43 +186,41 @@ class Component:
 
 _NEEDS = {"llm_client": "an LLM server: pass --llm-url and --model", "corpus": "a corpus"}
 
-_P = "ambitab_gym.policies"
-
 _ENTRIES: tuple[Component, ...] = (
     # -- askers (the evaluated policy; paper C.1 baselines and A.4 probes) ---------------------
-    Component("asker", "none", f"{_P}.scripted:NoneAsker", "stops at once (pi_none)"),
+    Component("asker", "none", "ambitab_gym.policies.scripted:NoneAsker", "stops at once (pi_none)"),
     Component(
         "asker",
         "full",
-        f"{_P}.scripted:FullAsker",
+        "ambitab_gym.policies.scripted:FullAsker",
         "one canonical question per registered term (pi_full; privileged reference policy)",
         tags=("reference",),
     ),
     Component(
         "asker",
         "full-adv",
-        f"{_P}.scripted:FullAdvAsker",
+        "ambitab_gym.policies.scripted:FullAdvAsker",
         "pi_full's questions asking for detail and the exact SQL (pi_full^adv)",
         tags=("reference", "probe"),
     ),
     Component(
         "asker",
         "generic",
-        f"{_P}.scripted:GenericAsker",
+        "ambitab_gym.policies.scripted:GenericAsker",
         "'Could you clarify what you want?' / 'Please elaborate.' until the budget (pi_none^adv)",
         tags=("probe",),
     ),
     Component(
         "asker",
         "schema-probe",
-        f"{_P}.probes:SchemaProbeAsker",
+        "ambitab_gym.policies.probes:SchemaProbeAsker",
         "names every table and column of the visible schema in each question",
         tags=("probe",),
     ),
     Component(
         "asker",
         "llm:STRATEGY",
-        f"{_P}.llm:make_llm_asker",
+        "ambitab_gym.policies.llm:make_llm_asker",
         "an LLM asker behind an OpenAI-compatible server, with a prompt strategy",
         bind={"client": "llm_client"},
         needs=("llm_client",),
@@ -234,20 +232,20 @@ _ENTRIES: tuple[Component, ...] = (
     Component(
         "solver",
         "interpretation",
-        f"{_P}.interpretation:InterpretationSolver",
+        "ambitab_gym.policies.interpretation:InterpretationSolver",
         "the reading the dialogue revealed (offline, exact)",
     ),
     Component(
         "solver",
         "dialogue-sql",
-        f"{_P}.probes:DialogueSQLSolver",
+        "ambitab_gym.policies.probes:DialogueSQLSolver",
         "copies SQL found in the answers, else the interpretation solver",
         tags=("probe",),
     ),
     Component(
         "solver",
         "dialogue-sql-blind",
-        f"{_P}.probes:DialogueSQLSolver",
+        "ambitab_gym.policies.probes:DialogueSQLSolver",
         "copies SQL found in the answers, else the default reading (ignores the answers)",
         kwargs={"fallback": "blind"},
         tags=("probe",),
@@ -255,7 +253,7 @@ _ENTRIES: tuple[Component, ...] = (
     Component(
         "solver",
         "llm",
-        f"{_P}.llm:make_llm_solver",
+        "ambitab_gym.policies.llm:make_llm_solver",
         "an LLM writes the SQL from the visible dialogue",
         bind={"client": "llm_client"},
         needs=("llm_client",),
@@ -323,7 +321,7 @@ _OWNED: dict[str, tuple[tuple[str, ...], str, str]] = {
     "engine": (("ambitab_gym.verify.engines:ENGINES",), "ambitab_gym.verify.engines:ENGINES", ""),
     "strategy": (
         ("ambitab_gym.policies.llm_prompts:STRATEGIES",),
-        f"{_P}.llm:make_llm_asker",
+        "ambitab_gym.policies.llm:make_llm_asker",
         "LLM asker prompt strategy",
     ),
     "oracle_policy": (
