@@ -232,7 +232,7 @@ def test_results_file_without_the_detail_column_still_opens(tmp_path):
         ("r2", "match", None),
     ]
     assert new[0]["verdict_detail"] == "query ran long"
-    from ambitab_gym.evaluation.summary import summarize
+    from ambitab_gym.evaluation.summary import summarize_campaign as summarize
 
     assert summarize(rows).verdict_reasons == {"none": {"match": 1, "unrecorded": 1}}
 

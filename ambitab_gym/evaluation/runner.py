@@ -30,7 +30,7 @@ from ambitab_gym.evaluation.engine import (
     run_plan,
 )
 from ambitab_gym.evaluation.store import ResultsStore
-from ambitab_gym.evaluation.summary import Summary, summarize
+from ambitab_gym.evaluation.summary import Summary, summarize_campaign
 from ambitab_gym.verify import Limits, Verifier
 from ambitab_gym.vocabulary import EVALUATION_CONDITIONS
 
@@ -187,7 +187,7 @@ def run_campaign(
             label=corpus.name,
         )
         run_plan(plan, store, concurrency=concurrency, progress=progress, prepare=prepare)
-        return summarize(store.episodes(plan.campaign_id))
+        return summarize_campaign(store.episodes(plan.campaign_id))
     finally:
         if "verifier" in shared:
             shared["verifier"].close()

@@ -15,8 +15,10 @@ computed within each seed before averaging.
 from __future__ import annotations
 
 import statistics
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ambitab_gym.metrics import macro_means, score_episode
 from ambitab_gym.records import TaskRecord
@@ -228,5 +230,14 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
     return "\n".join(out)
 
 
-#: The former name of :func:`summarize_campaign` (kept for existing callers).
-summarize = summarize_campaign
+def __getattr__(name: str) -> Any:
+    # ``summarize`` was this function's name; validate has a different ``summarize``-like count,
+    # so the old name is deprecated (one release) rather than kept as a second meaning.
+    if name == "summarize":
+        warnings.warn(
+            "ambitab_gym.evaluation.summarize is now summarize_campaign",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return summarize_campaign
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
