@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         manifest = write_corpus(
             out, records=args.records, seed=args.seed, config=config, name=args.name
         )
-    except (ValueError, RuntimeError) as error:
+    except ValueError as error:  # ConfigurationError: a bad option or an impossible mix
         print(f"ambitab-gym generate: {error}", file=sys.stderr)
         return 2
     if args.json:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ambitab_gym.corpora.corpus import Corpus
 from ambitab_gym.corpora.home import cache_dir
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.generate.domains import TRAIN_DOMAINS
 from ambitab_gym.generate.tasks import (
     GENERATOR_VERSION,
@@ -57,7 +58,7 @@ def generate_tasks(
     (10, 'demo')
     """
     if records < 1:
-        raise ValueError("records must be at least 1")
+        raise ConfigurationError("records must be at least 1")
     generator = TaskGenerator(config, corpus=name)
     tasks: list[GeneratedTask] = []
     seen: set[tuple[str, str]] = set()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ambitab_gym.errors import ConfigurationError
+
 __all__ = ["DOMAINS", "TEST_DOMAINS", "TRAIN_DOMAINS", "Domain", "resolve_domains"]
 
 
@@ -402,7 +404,7 @@ def resolve_domains(domains: str | tuple[str, ...] | list[str] | None) -> tuple[
     chosen = tuple(domains)
     unknown = sorted(set(chosen) - set(DOMAINS))
     if unknown or not chosen:
-        raise ValueError(
+        raise ConfigurationError(
             f"unknown domains {unknown or chosen}; choose from {sorted(DOMAINS)}, "
             "'train', 'test' or 'all'"
         )

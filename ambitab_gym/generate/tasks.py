@@ -24,6 +24,7 @@ from typing import Literal
 
 import numpy as np
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.generate import families as fam
 from ambitab_gym.generate.database import LAST_DAY, GeneratedDatabase, build_database
 from ambitab_gym.generate.domains import DOMAINS, TRAIN_DOMAINS, resolve_domains
@@ -77,22 +78,28 @@ class GeneratorConfig:
     def __post_init__(self) -> None:
         lo, hi = (int(v) for v in self.ambiguities)
         if not 0 <= lo <= hi <= 5:
-            raise ValueError(f"ambiguities must be a range within 0..5, not {self.ambiguities}")
+            raise ConfigurationError(
+                f"ambiguities must be a range within 0..5, not {self.ambiguities}"
+            )
         object.__setattr__(self, "ambiguities", (lo, hi))
         families = (self.families,) if isinstance(self.families, str) else tuple(self.families)
         unknown = sorted(set(families) - set(fam.FAMILIES))
         if unknown or (hi > 0 and not families):
-            raise ValueError(f"unknown families {unknown}; choose from {list(fam.FAMILIES)}")
+            raise ConfigurationError(
+                f"unknown families {unknown}; choose from {list(fam.FAMILIES)}"
+            )
         object.__setattr__(self, "families", families)
         object.__setattr__(self, "domains", resolve_domains(self.domains))
         dlo, dhi = (int(v) for v in self.distractors)
         if not 0 <= dlo <= dhi <= 4:
-            raise ValueError(f"distractors must be a range within 0..4, not {self.distractors}")
+            raise ConfigurationError(
+                f"distractors must be a range within 0..4, not {self.distractors}"
+            )
         object.__setattr__(self, "distractors", (dlo, dhi))
         if self.databases_per_domain < 1:
-            raise ValueError("databases_per_domain must be at least 1")
+            raise ConfigurationError("databases_per_domain must be at least 1")
         if self.oracle not in ("intent", "knowledge"):
-            raise ValueError("oracle must be 'intent' or 'knowledge'")
+            raise ConfigurationError("oracle must be 'intent' or 'knowledge'")
 
     def digest(self) -> str:
         """A short hash of what the config draws (tells task ids of different configs apart).
@@ -129,6 +136,10 @@ class GeneratedTask:
         records: one record per combination of readings; the first is the default reading.
         database: the database the records run on.
         seed: the task seed it was drawn from.
+
+    >>> task = TaskGenerator(ambiguities=(1, 1)).generate(3, task_id="demo")
+    >>> task.avt_id, [r.id for r in task.records], task.records[0].avt_id
+    ('demo', ['demo-0', 'demo-1'], 'demo')
     """
 
     avt_id: str
@@ -252,7 +263,7 @@ class TaskGenerator:
             max_records: cap on the AVT's size (m is lowered so that 2^m fits).
 
         Raises:
-            RuntimeError: no valid task within the retry limit (m is capped at the number of
+            ConfigurationError: no valid task within the retry limit (m is capped at the number of
                 families; a family that fits no skeleton cannot occur).
         """
         if isinstance(seed, np.random.Generator):
@@ -264,7 +275,7 @@ class TaskGenerator:
             task = self._attempt(rng, seed, task_id, max_records)
             if task is not None:
                 return task
-        raise RuntimeError(
+        raise ConfigurationError(
             f"no valid task for seed {seed} in {_MAX_TRIES} draws with {self.config}"
         )
 
