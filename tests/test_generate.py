@@ -43,7 +43,7 @@ from ambitab_gym.policies.interpretation import InterpretationSolver
 from ambitab_gym.policies.scripted import FullAsker, NoneAsker
 from ambitab_gym.validate import validate_corpus
 from ambitab_gym.verify.compare import normalize_rows
-from ambitab_gym.wrappers import QuestionMenu
+from ambitab_gym.wrappers import ChatMessages, QuestionMenu
 
 
 def _words(text: str) -> set[str]:
@@ -334,6 +334,21 @@ def test_procedural_env_with_the_question_menu():
     obs, _, _, _, info = env.step(slot)
     assert env.unwrapped.trajectory.turns[0].credits == frozenset({record.ambiguities[0].id})
     env.step(0)  # stop
+
+
+def test_procedural_env_with_chat_messages_and_vector_envs():
+    env = ChatMessages(gym.make("AmbiTab-Procedural-v0", ambiguities=(1, 1)))
+    messages, _ = env.reset(seed=0)
+    record = env.unwrapped.record
+    assert record.spec.request in messages[0]["content"]
+    messages, *_ = env.step(f'What do you mean by "{record.ambiguities[0].term}"?')
+    assert messages[-1]["content"] == record.ambiguities[0].response
+    _, reward, terminated, _, _ = env.step(STOP)
+    assert terminated and reward == 1.0
+    envs = gym.make_vec("AmbiTab-Procedural-v0", num_envs=2, vectorization_mode="sync")
+    envs.call("configure", ambiguities=(2, 2))
+    envs.reset(seed=0)
+    assert [e.unwrapped.record.m for e in envs.envs] == [2, 2]
 
 
 def test_procedural_env_holds_only_recent_avts():
