@@ -231,6 +231,20 @@ class NotesBuilder:
         corpus: the corpus (for the schema the agent sees and the SQL dialect); optional.
         dialect: the SQL dialect for cutting segments (default: the corpus's, else the record's
             engine).
+
+    Example:
+        >>> from ambitab_gym.records import parse_record
+        >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
+        ...     "spec": {"request": "List top customers", "database": "shop"},
+        ...     "ambiguities": [{"id": "top", "term": "top customers", "resolution": "best 5"}],
+        ...     "verification": {"database": "shop",
+        ...                      "reference_sql": "SELECT name FROM c LIMIT 5"}})
+        >>> scoped = NotesBuilder(AccessPolicy.scoped())
+        >>> notes = scoped.matcher_notes(OracleContext(record))
+        >>> notes.entries[0].meaning, notes.segments, notes.reference_sql
+        (None, (), None)
+        >>> NotesBuilder(AccessPolicy.unfiltered()).matcher_notes(OracleContext(record)).segments
+        ('SELECT name', 'FROM c', 'LIMIT 5')
     """
 
     def __init__(
