@@ -45,9 +45,9 @@ def one(task, sql: str):
 
 
 def test_synonym_two_columns_for_order_value():
-    task = example("synonym", 5)
+    task = example("synonym", 0)
     first = task.records[0]
-    assert first.spec.request == "Report the total order value of orders."
+    assert first.spec.request == "Report the average order value of orders."
     (ambiguity,) = first.ambiguities
     assert (ambiguity.id, ambiguity.term, ambiguity.kind) == (
         "order_value",
@@ -58,108 +58,105 @@ def test_synonym_two_columns_for_order_value():
         (
             "the amount column of the orders table",
             "I mean the values stored in the amount column.",
-            f"SELECT SUM(e.amount) {E}",
+            f"SELECT AVG(e.amount) {E}",
         ),
         (
             "the total column of the orders table",
             "I mean the values stored in the total column.",
-            f"SELECT SUM(e.total) {E}",
+            f"SELECT AVG(e.total) {E}",
         ),
     ]
-    # AmbiQT: the resampled column holds the same values in another arrangement
-    total = sorted(v for (v,) in one(task, "SELECT total FROM orders"))
+    # AmbiQT: the resampled column holds values of the original in another arrangement
+    total = {v for (v,) in one(task, "SELECT total FROM orders")}
     amount = {v for (v,) in one(task, "SELECT amount FROM orders")}
-    assert amount <= set(total) and one(task, "SELECT SUM(total) - SUM(amount) FROM orders")[0][0]
+    assert amount <= total
+    assert one(task, "SELECT SUM(total) - SUM(amount) FROM orders")[0][0] != 0
 
 
 def test_scope_one_figure_per_category_or_overall():
-    task = example("scope", 5)
+    task = example("scope", 2)
     first = task.records[0]
-    assert first.spec.request == "Report the total quantity of orders across categories."
+    assert first.spec.request == "How many orders across categories?"
     assert first.ambiguities[0].term == "across categories"
     assert readings(task) == [
         (
-            "a single overall figure with all categories combined",
-            "Just one overall figure, with all categories combined.",
-            f"SELECT SUM(e.quantity) {E}",
-        ),
-        (
             "a separate figure for each category",
             "Give me a separate figure for each category.",
-            f"SELECT p.category, SUM(e.quantity) {EP} GROUP BY p.category",
+            f"SELECT p.category, COUNT(*) {EP} GROUP BY p.category",
+        ),
+        (
+            "a single overall figure with all categories combined",
+            "Just one overall figure, with all categories combined.",
+            f"SELECT COUNT(*) {E}",
         ),
     ]
-    per_category = one(task, task.records[1].verification.reference_sql)
-    overall = one(task, task.records[0].verification.reference_sql)
-    assert len(per_category) == 5 and sum(v for _, v in per_category) == overall[0][0]
+    per_category = one(task, task.records[0].verification.reference_sql)
+    overall = one(task, task.records[1].verification.reference_sql)
+    assert len(per_category) == 5 and sum(n for _, n in per_category) == overall[0][0]
 
 
 def test_attachment_clause_binds_both_tiers_or_the_last():
-    task = example("attachment", 5)
+    task = example("attachment", 1)
     first = task.records[0]
     assert first.spec.request == (
-        "Show the 6 silver and gold customers who joined before 2020 with the highest total "
-        "quantity."
+        "What is the total quantity of orders by gold and silver customers who joined before 2018?"
     )
-    assert first.ambiguities[0].term == "joined before 2020"
-    last = "(c.loyalty_tier = 'silver' OR (c.loyalty_tier = 'gold' AND c.signup_year < 2020))"
-    both = "c.loyalty_tier IN ('silver', 'gold') AND c.signup_year < 2020"
-    rank = "GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 6"
+    assert first.ambiguities[0].term == "joined before 2018"
+    both = "c.loyalty_tier IN ('gold', 'silver') AND c.signup_year < 2018"
+    last = "(c.loyalty_tier = 'gold' OR (c.loyalty_tier = 'silver' AND c.signup_year < 2018))"
     assert readings(task) == [
         (
-            "only the gold customers must have joined before 2020; every silver one counts",
-            "All silver customers, plus just those gold customers who joined before 2020.",
-            f"SELECT c.name {EC} WHERE {last} {rank}",
+            "the condition joined before 2018 applies to both the gold and the silver customers",
+            "Both groups: only gold and silver customers who joined before 2018.",
+            f"SELECT SUM(e.quantity) {EC} WHERE {both}",
         ),
         (
-            "the condition joined before 2020 applies to both the silver and the gold customers",
-            "Both groups: only silver and gold customers who joined before 2020.",
-            f"SELECT c.name {EC} WHERE {both} {rank}",
+            "only the silver customers must have joined before 2018; every gold one counts",
+            "All gold customers, plus just those silver customers who joined before 2018.",
+            f"SELECT SUM(e.quantity) {EC} WHERE {last}",
         ),
     ]
-    # the readings differ because some silver customers joined in 2020 or later
-    late_silver = (
-        "SELECT COUNT(*) FROM customers WHERE loyalty_tier = 'silver' AND signup_year >= 2020"
-    )
-    assert one(task, late_silver)[0][0] > 0
+    # the readings differ because some gold customers joined in 2018 or later
+    late_gold = "SELECT COUNT(*) FROM customers WHERE loyalty_tier = 'gold' AND signup_year >= 2018"
+    assert one(task, late_gold)[0][0] > 0
 
 
 def test_vague_top_customers_how_many():
-    task = example("vague", 5)
+    task = example("vague", 1)
     first = task.records[0]
-    assert first.spec.request == "List the top customers by quantity."
+    assert first.spec.request == "Which are the top customers by quantity?"
     assert first.ambiguities[0].term == "top customers"
     rank = f"SELECT c.name {EC} GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC"
     assert readings(task) == [
-        ("the eight highest-ranked customers", "I mean the top eight.", f"{rank} LIMIT 8"),
-        ("the four highest-ranked customers", "I mean the top four.", f"{rank} LIMIT 4"),
+        ("the three highest-ranked customers", "I mean the top three.", f"{rank} LIMIT 3"),
+        ("the ten highest-ranked customers", "I mean the top ten.", f"{rank} LIMIT 10"),
     ]
 
 
 def test_vague_large_orders_threshold():
-    task = example("vague", 0)
+    task = example("vague", 2)
     first = task.records[0]
-    assert first.spec.request == "Show the average quantity of large orders."
+    assert first.spec.request == "How many large orders?"
     assert first.ambiguities[0].term == "large orders"
     assert readings(task) == [
         (
-            "orders with a quantity of at least 7 items",
-            "An order counts as large from 7 items of quantity up.",
-            f"SELECT AVG(e.quantity) {E} WHERE e.quantity >= 7",
+            "orders with a quantity of at least 5 items",
+            "An order counts as large from 5 items of quantity up.",
+            f"SELECT COUNT(*) {E} WHERE e.quantity >= 5",
         ),
         (
-            "orders with a quantity of at least 4 items",
-            "An order counts as large from 4 items of quantity up.",
-            f"SELECT AVG(e.quantity) {E} WHERE e.quantity >= 4",
+            "orders with a quantity of at least 7 items",
+            "An order counts as large from 7 items of quantity up.",
+            f"SELECT COUNT(*) {E} WHERE e.quantity >= 7",
         ),
     ]
-    assert one(task, "SELECT COUNT(*) FROM orders WHERE quantity BETWEEN 4 AND 6")[0][0] > 0
+    assert one(task, "SELECT COUNT(*) FROM orders WHERE quantity BETWEEN 5 AND 6")[0][0] > 0
 
 
 def test_knowledge_loyal_customers_masked_evidence():
-    task = example("knowledge", 8)
+    task = example("knowledge", 0)
     first = task.records[0]
-    assert first.spec.request == "How many orders by loyal customers?"
+    assert first.spec.request == "Report the average quantity of orders by loyal customers."
     (ambiguity,) = first.ambiguities
     assert (ambiguity.term, ambiguity.kind) == ("loyal customers", "knowledge")
     loyal = (
@@ -170,21 +167,21 @@ def test_knowledge_loyal_customers_masked_evidence():
         (
             "loyal customers are customers with at least 8 orders",
             "I mean customers who have at least 8 orders on record.",
-            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=8)}",
+            f"SELECT AVG(e.quantity) {EC} WHERE {loyal.format(k=8)}",
         ),
         (
-            "loyal customers are customers with at least 5 orders",
-            "I mean customers who have at least 5 orders on record.",
-            f"SELECT COUNT(*) {EC} WHERE {loyal.format(k=5)}",
+            "loyal customers are customers with at least 6 orders",
+            "I mean customers who have at least 6 orders on record.",
+            f"SELECT AVG(e.quantity) {EC} WHERE {loyal.format(k=6)}",
         ),
     ]
     assert [r.ambiguities[0].evidence for r in task.records] == [
         "loyal customers refers to customers with COUNT(order_id) >= 8",
-        "loyal customers refers to customers with COUNT(order_id) >= 5",
+        "loyal customers refers to customers with COUNT(order_id) >= 6",
     ]
     # both thresholds leave some customers out and let some in
     counts = [n for (n,) in one(task, "SELECT COUNT(*) FROM orders GROUP BY customer_id")]
-    assert min(counts) < 5 <= 8 <= max(counts)
+    assert min(counts) < 6 <= 8 <= max(counts)
     # masked: the evidence is withheld from the visible external knowledge
     assert first.spec.external_knowledge == ("The data runs until 30 June 2024.",)
 
@@ -206,27 +203,25 @@ def test_knowledge_premium_products_on_items():
         ),
     ]
     # the thresholds are prices of the data (the median and the upper quartile)
-    prices = sorted(p for (p,) in one(task, "SELECT unit_price FROM products"))
-    assert {147.56, 34.4} <= set(prices)
+    prices = {p for (p,) in one(task, "SELECT unit_price FROM products")}
+    assert {147.56, 34.4} <= prices
 
 
 def test_choice_city_name_two_cities_share():
-    task = example("choice", 5)
+    task = example("choice", 2)
     first = task.records[0]
-    assert (
-        first.spec.request == "Report the total quantity of orders by customers from Springfield."
-    )
+    assert first.spec.request == "How many orders by customers from Springfield?"
     assert first.ambiguities[0].term == "Springfield"
     assert readings(task) == [
         (
-            "the customers from Springfield, Missouri",
-            "I mean Springfield, Missouri.",
-            f"SELECT SUM(e.quantity) {EC} WHERE c.city = 'Springfield, Missouri'",
-        ),
-        (
             "the customers from Springfield, Illinois",
             "I mean Springfield, Illinois.",
-            f"SELECT SUM(e.quantity) {EC} WHERE c.city = 'Springfield, Illinois'",
+            f"SELECT COUNT(*) {EC} WHERE c.city = 'Springfield, Illinois'",
+        ),
+        (
+            "the customers from Springfield, Missouri",
+            "I mean Springfield, Missouri.",
+            f"SELECT COUNT(*) {EC} WHERE c.city = 'Springfield, Missouri'",
         ),
     ]
     cities = {c for (c,) in one(task, "SELECT DISTINCT city FROM customers")}
@@ -240,18 +235,19 @@ def test_choice_city_name_two_cities_share():
     ("seed", "text", "expected"),
     [
         (
-            5,
-            "How many orders in the last year?",
+            0,
+            "Show the average quantity of orders in the last year.",
             [
                 (
                     "the twelve months up to the last day of data, July 2023 to June 2024",
                     "I mean the most recent twelve months, July 2023 through June 2024.",
-                    f"SELECT COUNT(*) {E} WHERE e.order_date >= '2023-07-01'",
+                    f"SELECT AVG(e.quantity) {E} WHERE e.order_date >= '2023-07-01'",
                 ),
                 (
                     "the calendar year 2023, from January to December",
                     "I mean the calendar year 2023.",
-                    f"SELECT COUNT(*) {E} WHERE e.order_date BETWEEN '2023-01-01' AND '2023-12-31'",
+                    f"SELECT AVG(e.quantity) {E} WHERE e.order_date BETWEEN '2023-01-01' AND "
+                    "'2023-12-31'",
                 ),
             ],
         ),

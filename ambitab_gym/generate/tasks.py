@@ -271,8 +271,15 @@ class TaskGenerator:
         seed = int(seed)
         rng = np.random.default_rng([seed, 104729])
         task_id = task_id or f"proc-{self.config.digest()}-{seed:016x}"
+        # m is drawn once: a retry redraws everything else, so the accepted tasks keep the
+        # configured distribution of m (redrawing m would favour the easier small m)
+        lo, hi = self.config.ambiguities
+        hi = min(hi, len(self.config.families))
+        if max_records is not None:
+            hi = min(hi, max(0, int(np.floor(np.log2(max(1, max_records))))))
+        m = int(rng.integers(min(lo, hi), hi + 1))
         for _ in range(_MAX_TRIES):
-            task = self._attempt(rng, seed, task_id, max_records)
+            task = self._attempt(rng, m, seed, task_id)
             if task is not None:
                 return task
         raise ConfigurationError(
@@ -280,18 +287,11 @@ class TaskGenerator:
         )
 
     def _attempt(
-        self, rng: np.random.Generator, seed: int, task_id: str, max_records: int | None
+        self, rng: np.random.Generator, m: int, seed: int, task_id: str
     ) -> GeneratedTask | None:
         config = self.config
         domain = config.domains[int(rng.integers(len(config.domains)))]
         db = self.database(domain, int(rng.integers(config.databases_per_domain)))
-        lo, hi = config.ambiguities
-        hi = min(hi, len(config.families))
-        lo = min(lo, hi)
-        if max_records is not None:
-            hi = min(hi, max(0, int(np.floor(np.log2(max(1, max_records))))))
-            lo = min(lo, hi)
-        m = int(rng.integers(lo, hi + 1))
         skeleton = _SKELETONS[int(rng.integers(len(_SKELETONS)))]
         chosen: list[str] = []
         for _ in range(m):
