@@ -1,4 +1,4 @@
-"""The ask-then-solve environment (DESIGN section 5; paper A.2, C.1, D.2).
+"""The ask-then-solve environment (docs/design.md section 4, Protocol; paper A.2, C.1, D.2).
 
 * :class:`AmbiTabEnv` - one AmbiTab corpus as a Gymnasium environment with text actions.
 
@@ -64,10 +64,59 @@ _PHASES: dict[str, int] = {phase: index for index, phase in enumerate(PHASES)}  
 class AmbiTabEnv(gym.Env[dict, str]):
     """Ask-then-solve over one AmbiTab corpus.
 
-    Observation (a ``Dict``): ``task`` (the public spec as text), ``dialogue`` (the visible
-    questions and answers), ``questions_left`` and ``phase`` (0 asking, 1 writing SQL, 2 done).
-    Action: text - a question, :data:`ambitab_gym.STOP`, or the JSON form
-    ``{"type": "clarification" | "done", "output": ...}``; in the SQL phase, SQL.
+    ## Description
+
+    An episode draws a record (one hidden interpretation of an ambiguous database request) and
+    shows its public task. The agent asks clarifying questions; the oracle's matcher credits
+    registered ambiguities (kept in :attr:`trajectory`, never shown) and its responder answers.
+    When asking ends, a solver writes SQL from the visible dialogue (or the agent does, in
+    ``agent`` mode) and the verifier runs it against the record's database.
+
+    ## Action Space
+
+    Text (:class:`~ambitab_gym.spaces.UnicodeText`): a question, :data:`ambitab_gym.STOP`, or
+    the JSON form ``{"type": "clarification" | "done", "output": ...}``; in the SQL phase, SQL.
+    No action raises: anything unreadable is read as a question (or SQL) that earns nothing.
+
+    ## Observation Space
+
+    A ``Dict``: ``task`` (the public spec as text), ``dialogue`` (the visible questions and
+    answers), ``questions_left`` (``Discrete(B + 1)``) and ``phase`` (0 asking, 1 writing SQL,
+    2 done).
+
+    ## Rewards
+
+    Paid once, on the terminating step (0 on every other step):
+
+    * ``reward="question_f1"`` (default, paper eq. 2): the harmonic mean of the episode's
+      question precision and ambiguity recall; 1 for stopping at once on a record without
+      ambiguities, 0 for asking there or when no question credits anything.
+    * ``reward="outcome"`` (eq. 3): 1 when the verifier accepts the final SQL, else 0.
+    * any callable ``(trajectory, record) -> float``.
+
+    ## Starting State
+
+    ``reset`` picks ``options["record_id"]`` or draws a record with the env's RNG; the dialogue
+    is empty and ``questions_left`` is the record's budget (m + ``budget_slack`` - 1 questions
+    for m > 0 counted ambiguities).
+
+    ## Episode End
+
+    The episode *terminates* (``terminated=True``) when asking ends and, depending on the mode,
+    nothing more is needed (``ask_only``), the solver's SQL was verified (``solver``) or the
+    agent's SQL was verified (``agent``, one action after asking ends). Asking ends when the
+    agent stops (``info["stop_reason"] == "asker"``), the budget is spent (``"budget"``), a
+    record without ambiguities skips asking (``"skipped"``) or an unreadable LLM reply is read
+    as a stop (``"fallback"``). The env never *truncates*: the budget is part of the task (the
+    observation shows it), so running out of questions is a true terminal state; wrap the env
+    in ``TimeLimit`` for an external limit.
+
+    ## Version History
+
+    * v0: initial release - six corpora (``AmbiTab-Bird-v0``, ``AmbiTab-EW-Bird-v0``,
+      ``AmbiTab-BIRD-Interact-v0``, ``AmbiTab-Ambrosia-v0``, ``AmbiTab-AmbiQT-v0``,
+      ``AmbiTab-TACO-v0``) and ``AmbiTab-Procedural-v0``; fallback stops (stop reason
+      ``fallback``) and the ``verifier`` argument are part of v0.
 
     Args:
         corpus: an env id, corpus name, corpus folder or :class:`Corpus`.
@@ -84,6 +133,8 @@ class AmbiTabEnv(gym.Env[dict, str]):
             question instead is recorded and ends asking) or ``skip`` (no asking at all).
         info_keys: privileged info fields to include, by name (see ``PRIVILEGED_INFO_KEYS``).
         limits: limits of the verifier's engines.
+        engine, engine_options: run every record on this engine kind with these options (e.g.
+            ``engine="postgres", engine_options={"dsn": ...}``).
         verifier: a :class:`~ambitab_gym.verify.Verifier` to verify with, shared with other
             envs (a campaign's); the env does not close it. Default: a verifier of its own.
         max_action_length: the action space's maximum length (longer text is still accepted).
@@ -135,7 +186,9 @@ class AmbiTabEnv(gym.Env[dict, str]):
             records = [r for r in records if r.id in wanted]
             missing = wanted - {r.id for r in records}
             if missing:
-                raise ConfigurationError(f"records not in corpus {self.corpus.name!r}: {sorted(missing)}")
+                raise ConfigurationError(
+                    f"records not in corpus {self.corpus.name!r}: {sorted(missing)}"
+                )
         if not records:
             raise ConfigurationError(f"no records to run in corpus {self.corpus.name!r}")
         self.records: list[TaskRecord] = records
@@ -158,12 +211,16 @@ class AmbiTabEnv(gym.Env[dict, str]):
                     f"unknown reward {reward!r}; use one of {sorted(REWARDS)} or a callable"
                 )
             if reward == "outcome" and mode == "ask_only":
-                raise ConfigurationError("the outcome reward needs SQL: use mode='solver' or mode='agent'")
+                raise ConfigurationError(
+                    "the outcome reward needs SQL: use mode='solver' or mode='agent'"
+                )
             self.reward_name, self.reward_fn = reward, REWARDS[reward]
         else:
             self.reward_name, self.reward_fn = getattr(reward, "__name__", "custom"), reward
         if budget_slack < 1:
-            raise ConfigurationError("budget_slack must be at least 1 (the final decision is the stop)")
+            raise ConfigurationError(
+                "budget_slack must be at least 1 (the final decision is the stop)"
+            )
         self.budget_slack = int(budget_slack)
         if zero_ambiguity not in ("single_decision", "skip"):
             raise ConfigurationError("zero_ambiguity must be 'single_decision' or 'skip'")

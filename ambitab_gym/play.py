@@ -6,8 +6,9 @@
 * :func:`make_play_env` - the env a session runs: ``solver`` mode with a solver, ``agent`` mode
   (the person types SQL) without.
 
-What the person sees is what an agent sees (DESIGN section 3): the public task, the budget, the
-oracle's answers, and at the end the verdict's reason (``match``, ``mismatch``, ``syntax``, ...).
+What the person sees is what an agent sees (docs/design.md section 3, Trust boundary): the
+public task, the budget, the oracle's answers, and at the end the verdict's reason (``match``,
+``mismatch``, ``syntax``, ...).
 Never the ambiguities, resolutions, credits, reference SQL, record id or verdict detail. The
 SQL of the interpretation solver is not shown either: that solver picks one of the task's
 reference queries, so its SQL would reveal them.

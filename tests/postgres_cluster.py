@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster for tests (DESIGN section 11).
+"""A throwaway PostgreSQL cluster for tests (docs/design.md section 10, Tests with real parts).
 
 * :class:`PostgresCluster` - ``initdb`` + ``pg_ctl start`` in a temporary folder, on a free
   loopback port with its unix socket in the same folder; ``stop()`` removes everything.

@@ -1,4 +1,4 @@
-"""The ask-then-solve protocol of AmbiTabEnv (DESIGN section 5)."""
+"""The ask-then-solve protocol of AmbiTabEnv (docs/design.md section 4, Protocol)."""
 
 from __future__ import annotations
 

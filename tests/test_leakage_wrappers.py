@@ -1,4 +1,7 @@
-"""SpecificationRandomization, HybridOracle and AdversarialProbe (DESIGN section 9)."""
+"""SpecificationRandomization, HybridOracle and AdversarialProbe.
+
+See docs/design.md section 8, Leakage diagnostics.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Hand-worked episodes for each rule of the deterministic oracles (DESIGN section 6)."""
+"""Hand-worked episodes for each rule of the deterministic oracles.
+
+See docs/design.md section 5, Oracles.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The trust boundary (DESIGN section 3): nothing privileged reaches the agent.
+"""The trust boundary (docs/design.md section 3): nothing privileged reaches the agent.
 
 Over every bundled record and every step of full-asker, generic-asker and random episodes:
 no resolution text or frozen response of an ambiguity not yet credited, no reference SQL and no

@@ -1,5 +1,5 @@
 """The four judge-free leakage diagnostics and their AVT-cluster bootstrap (paper Definitions
-4-7, Theorem 1, A.4, Appendix E; DESIGN section 9).
+4-7, Theorem 1, A.4, Appendix E; docs/design.md section 8, Leakage diagnostics).
 
 * :func:`run_leakage`, :class:`LeakageConfig` - run or resume a leakage campaign
   (:mod:`ambitab_gym.diagnostics.campaign`).

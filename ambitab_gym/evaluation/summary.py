@@ -23,10 +23,11 @@ from typing import Any
 from ambitab_gym.metrics import macro_means, score_episode
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.trajectory import Trajectory
+from ambitab_gym.vocabulary import EVALUATION_CONDITIONS
 
 __all__ = ["Stat", "Summary", "episode_metrics", "format_table", "summarize_campaign"]
 
-CONDITIONS = ("none", "asker", "full")
+CONDITIONS = EVALUATION_CONDITIONS
 
 #: The verdict-reason key of episodes stored without a verdict: asking ended in an error before
 #: verification, an ask-only run, or a results file written before failure reasons were stored.

@@ -1,4 +1,7 @@
-"""Oracles: matchers that credit ambiguities and responders that answer (DESIGN section 6)."""
+"""Oracles: matchers that credit ambiguities and responders that answer.
+
+See docs/design.md section 5, Oracles.
+"""
 
 from __future__ import annotations
 

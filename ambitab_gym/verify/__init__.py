@@ -1,4 +1,4 @@
-"""The trusted verifier and its sandboxed SQL engines (DESIGN section 7)."""
+"""The trusted verifier and its sandboxed SQL engines (docs/design.md section 6, Verifier)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Wrappers for the leakage diagnostics (paper Definitions 5-7, A.4; DESIGN section 9).
+"""Wrappers for the leakage diagnostics (paper Definitions 5-7, A.4; docs/design.md section 8,
+Leakage diagnostics).
 
 * :class:`SpecificationRandomization` - the asker sees a replacement spec x' drawn from Q_x
   (uniform over the corpus's records, every split, on another database; one draw per group of
