@@ -2,6 +2,44 @@
 
 * :class:`Verdict` - success plus a reason for every failure; never carries reference data.
 * :class:`Verifier` - ``verify(record, sql) -> Verdict``; nothing it does raises into the caller.
+
+Contract for write tasks and test cases (BIRD-Interact; for converters writing such records):
+
+* A record is a **write task** when ``verification.preprocess_sql``, ``cleanup_sql`` or
+  ``test_cases`` is non-empty, or ``source["category"] == "Management"``. Every other record
+  keeps the read-only fast path (one ``SELECT``, compared with the cached reference result).
+* A write task runs in a private scratch copy of the database, discarded afterwards (SQLite: an
+  in-memory copy; DuckDB: an in-memory copy; PostgreSQL: a database cloned from a template and
+  dropped), in a killable worker process under the same limits. Order, all on one connection:
+  ``preprocess_sql`` (each item may hold several statements), the submission split into
+  statements (``pred_sqls``; several allowed), then each test case, then ``cleanup_sql``.
+  A failing submission statement fails the verdict with its engine category (``syntax``,
+  ``runtime``, ``timeout``, ...), as upstream's execution error does.
+* A test case is upstream's Python text defining ``test_case(pred_sqls, sol_sqls, db_name,
+  conn)``: ``pred_sqls`` is the submission's statement list, ``sol_sqls`` the reference's
+  (``reference_sql`` split into statements), ``db_name`` the record's database name, ``conn`` a
+  DB-API connection to the scratch state (``sqlite3``, ``duckdb`` or ``psycopg``; its
+  statements run inside the sandbox). It passes when it returns without raising; an
+  ``AssertionError`` or any other exception is a failed test: verdict ``mismatch`` (the detail
+  never shows the test's code or expectations). Its globals are upstream's helpers, with
+  upstream's behaviour: ``execute_queries(queries, db_name, conn, logger=None,
+  section_title="")`` -> ``(rows of the last statement or None, execution_error, timeout_error)``
+  (``queries`` a list or one string), ``perform_query_on_postgresql_databases(query, db_name,
+  conn=None)`` -> ``(rows, conn)`` (also under the SQLite/DuckDB names), ``ex_base(pred_sqls,
+  sol_sqls, db_name, conn, conditions=None)`` -> 1/0, ``test_case_default(...)``,
+  ``performance_compare_by_qep(old_sqls, sol_sqls, db_name, conn)``,
+  ``check_sql_function_usage(sqls, keywords)``, ``remove_distinct``, ``remove_comments``,
+  ``remove_round``, ``preprocess_results``, ``process_decimals``, ``pred_query_result`` (rows of
+  the submission's last statement), ``date``, ``datetime``, ``Decimal``, ``json``, ``math``, ``re``.
+* A write task without test cases is checked like upstream's ``test_case_default``.
+* Conditions: a query task whose ``source["conditions"]`` is a dict (upstream BIRD-Interact) is
+  compared like upstream's ``test_case_default``: comments, ``DISTINCT`` and ``ROUND()`` removed
+  from both queries, dates as ``YYYY-MM-DD``, numbers rounded (``compare.float_decimals``, which
+  the converter sets from ``conditions.decimal``, 2 when it is -1), JSON values as sorted text,
+  an empty result fails, rows compared as a set unless ``conditions.order`` (then in order).
+  Records without ``source["conditions"]`` keep ``verification.compare``.
+* A PostgreSQL-only solution run on DuckDB (a PL/pgSQL function, a function DuckDB lacks)
+  fails with ``unsupported`` naming what is missing; run the corpus with ``engine="postgres"``.
 """
 
 from __future__ import annotations
