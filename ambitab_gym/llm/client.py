@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ambitab_gym import defaults
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.llm.errors import (
     LLMConnectionError,
@@ -65,8 +66,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: Requests in flight when the command line does not say (the campaign runner's default).
-DEFAULT_CONCURRENCY = 64
+#: Requests in flight when the command line does not say (``defaults.LLM_CONCURRENCY``).
+DEFAULT_CONCURRENCY: int = defaults.LLM_CONCURRENCY
 
 
 def response_format(name: str, schema: dict) -> dict:
