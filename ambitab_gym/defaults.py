@@ -10,6 +10,8 @@ Protocol (paper A.2, C.1):
 * :data:`ZERO_AMBIGUITY` - what the env does with m = 0 records; :data:`CAMPAIGN_ZERO_AMBIGUITY`
   what campaigns do (skip asking, paper C.1).
 * :data:`SEEDS` - the seeds of a campaign that names none.
+* :data:`ASKER`, :data:`SOLVER`, :data:`ORACLE` - the components a campaign uses when it names
+  none (registry names).
 
 Campaigns and diagnostics (paper A.4, Appendix E):
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
+    "ASKER",
     "BUDGET_SLACK",
     "CAMPAIGN_ZERO_AMBIGUITY",
     "CONCURRENCY",
@@ -41,11 +44,13 @@ __all__ = [
     "MAX_ROWS",
     "MAX_SQL_LENGTH",
     "MEMORY_LIMIT_MB",
+    "ORACLE",
     "QUERY_TIMEOUT_S",
     "REFERENCE_TIMEOUT_S",
     "RESULTS_FILE",
     "SCHEMA_TIMEOUT_S",
     "SEEDS",
+    "SOLVER",
     "SPEC_SEED",
     "ZERO_AMBIGUITY",
     "concurrency_for",
@@ -60,6 +65,12 @@ ZERO_AMBIGUITY: str = "single_decision"
 CAMPAIGN_ZERO_AMBIGUITY: str = "skip"
 #: Seeds of a campaign config that names none.
 SEEDS: tuple[int, ...] = (0,)
+#: The evaluated asker of an evaluation campaign that names none: pi_full.
+ASKER: str = "full"
+#: The solver of a campaign that names none: the offline interpretation solver.
+SOLVER: str = "interpretation"
+#: The oracle of a campaign that names none: the corpus's deterministic (reference) oracle.
+ORACLE: str = "deterministic"
 
 #: The results file of ``evaluate``, ``leakage`` and ``report`` when none is given.
 RESULTS_FILE: str = "ambitab-results.duckdb"

@@ -73,7 +73,7 @@ class PlayOutcome:
 def make_play_env(
     env_id: str,
     *,
-    solver: str = "interpretation",
+    solver: str = defaults.SOLVER,
     split: str | None = None,
     llm_client: Any = None,
 ) -> AmbiTabEnv:

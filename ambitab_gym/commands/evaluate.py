@@ -25,18 +25,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--asker",
-        default="full",
-        help=component_help("asker", default="full"),
+        default=defaults.ASKER,
+        help=component_help("asker", default=defaults.ASKER),
     )
     parser.add_argument(
         "--solver",
-        default="interpretation",
-        help=component_help("solver", default="interpretation"),
+        default=defaults.SOLVER,
+        help=component_help("solver", default=defaults.SOLVER),
     )
     parser.add_argument(
         "--oracle",
-        default="deterministic",
-        help=component_help("oracle", default="deterministic"),
+        default=defaults.ORACLE,
+        help=component_help("oracle", default=defaults.ORACLE),
     )
     parser.add_argument("--seeds", type=positive_int, default=1, help="number of seeds (0..N-1)")
     parser.add_argument(

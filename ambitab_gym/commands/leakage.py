@@ -34,8 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--oracle",
-        default="deterministic",
-        help=component_help("oracle", default="deterministic", lead="the oracle under study: "),
+        default=defaults.ORACLE,
+        help=component_help("oracle", default=defaults.ORACLE, lead="the oracle under study: "),
     )
     parser.add_argument(
         "--asker",
@@ -44,8 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--solver",
-        default="interpretation",
-        help=component_help("solver", default="interpretation"),
+        default=defaults.SOLVER,
+        help=component_help("solver", default=defaults.SOLVER),
     )
     parser.add_argument("--seeds", type=positive_int, default=1, help="number of seeds (0..N-1)")
     parser.add_argument("--split", default=None, help="a split of the corpus (default: all)")

@@ -7,6 +7,7 @@ import argparse
 import secrets
 import sys
 
+from ambitab_gym import defaults
 from ambitab_gym.commands._args import check_component, component_help, non_negative_int
 from ambitab_gym.commands.evaluate import llm_client_from
 from ambitab_gym.commands.llm_options import add_llm_arguments
@@ -28,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--solver",
-        default="interpretation",
-        help=component_help("solver", default="interpretation")
+        default=defaults.SOLVER,
+        help=component_help("solver", default=defaults.SOLVER)
         + "; or none to type the SQL yourself",
     )
     parser.add_argument(

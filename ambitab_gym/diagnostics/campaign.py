@@ -74,8 +74,8 @@ class LeakageConfig:
 
     corpus: str
     asker: str
-    oracle: str = "deterministic"
-    solver: str = "interpretation"
+    oracle: str = defaults.ORACLE
+    solver: str = defaults.SOLVER
     seeds: tuple[int, ...] = defaults.SEEDS
     split: str | None = None
     budget_slack: int = defaults.BUDGET_SLACK

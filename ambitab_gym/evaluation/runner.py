@@ -65,9 +65,9 @@ class CampaignConfig:
     """
 
     corpus: str
-    asker: str = "full"
-    solver: str = "interpretation"
-    oracle: str = "deterministic"
+    asker: str = defaults.ASKER
+    solver: str = defaults.SOLVER
+    oracle: str = defaults.ORACLE
     seeds: tuple[int, ...] = defaults.SEEDS
     split: str | None = None
     conditions: tuple[str, ...] = EVALUATION_CONDITIONS
