@@ -173,7 +173,8 @@ class Component:
         """
         for key in self.needs:
             if context.get(key) is None:
-                raise UsageError(f"{self.kind} {self.name!r} needs {_NEEDS.get(key, key)}")
+                name = self.name if self.prefix is None else f"{self.prefix}{argument}"
+                raise UsageError(f"{self.kind} {name!r} needs {_NEEDS.get(key, key)}")
         context = dict(context)
         for parameter, key in self.bind.items():
             if key in context:
