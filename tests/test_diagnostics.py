@@ -118,14 +118,20 @@ def test_leaky_sql_responder_raises_dj_resp_and_dj_full(campaign, env_id):
     for name in ("d_j_resp", "d_j_full"):
         assert report.diagnostics[name].interval.lo > 0, name
     # independent value of dJ_resp: with the SQL volunteered, every record that asks (m > 0)
-    # succeeds; under (match, resp*) the blind solver gets the default reading
+    # succeeds; under (match, resp*) the blind solver gets the default reading of a
+    # multi-reading AVT, and no SQL on a single-reading AVT with m > 0 (the one reading was
+    # not revealed: docs/leakage.md)
     corpus = load_corpus(env_id)
     verifier = Verifier(corpus.open_engine)
     try:
         default = default_reading_success(corpus, verifier)
     finally:
         verifier.close()
-    expected = [(1.0 if r.m > 0 else default[r.id]) - default[r.id] for r in corpus.records]
+    blind = {
+        r.id: 0.0 if r.m > 0 and len(corpus.siblings(r)) == 1 else default[r.id]
+        for r in corpus.records
+    }
+    expected = [(1.0 if r.m > 0 else blind[r.id]) - blind[r.id] for r in corpus.records]
     assert report.diagnostics["d_j_resp"].mean == pytest.approx(sum(expected) / len(expected))
 
 
