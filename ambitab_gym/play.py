@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from ambitab_gym import defaults
 from ambitab_gym.actions import STOP, parse_action
 from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.errors import ConfigurationError
 
 __all__ = ["COMMANDS", "PlayOutcome", "PlaySession", "make_play_env"]
 
@@ -148,7 +149,9 @@ class PlaySession:
         echo: bool | None = None,
     ) -> None:
         if env.mode not in ("agent", "solver"):
-            raise ValueError("play needs an env in 'agent' or 'solver' mode (see make_play_env)")
+            raise ConfigurationError(
+                "play needs an env in 'agent' or 'solver' mode (see make_play_env)"
+            )
         self.env = env
         self._terminal = input is None and sys.stdin.isatty()
         if self._terminal:

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import Space
 
+from ambitab_gym.errors import ConfigurationError
+
 __all__ = ["UnicodeText"]
 
 # A sampling alphabet: ASCII, whitespace, punctuation, accented letters, CJK, emoji.
@@ -54,7 +56,9 @@ class UnicodeText(Space[str]):
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if min_length < 0 or max_length < min_length:
-            raise ValueError(f"need 0 <= min_length <= max_length, got {min_length}, {max_length}")
+            raise ConfigurationError(
+                f"need 0 <= min_length <= max_length, got {min_length}, {max_length}"
+            )
         self.min_length = int(min_length)
         self.max_length = int(max_length)
         self.max_sample_length = int(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.metrics import eligible_value
 
 __all__ = [
@@ -114,7 +115,7 @@ def resample_indices(n_units: int, resamples: int, rng: np.random.Generator) -> 
     (2, 3)
     """
     if n_units < 1:
-        raise ValueError("the bootstrap needs at least one cluster")
+        raise ConfigurationError("the bootstrap needs at least one cluster")
     return rng.integers(0, n_units, size=(resamples, n_units))
 
 
@@ -125,7 +126,7 @@ def percentile_interval(values: Sequence[float], confidence: float = 0.95) -> tu
     (1.0, 3.0)
     """
     if not 0 < confidence < 1:
-        raise ValueError("confidence must lie strictly between 0 and 1")
+        raise ConfigurationError("confidence must lie strictly between 0 and 1")
     tail = 100 * (1 - confidence) / 2
     lo, hi = np.percentile(np.asarray(values, dtype=float), [tail, 100 - tail])
     return float(lo), float(hi)

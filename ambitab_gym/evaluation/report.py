@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.evaluation.report_figures import (
     PALETTE,
     MissingPlotDependency,
@@ -155,7 +156,7 @@ def collect_entries(
             if len(hits) != 1:
                 known = ", ".join(c["campaign_id"] for c in every) or "none"
                 what = "no campaign" if not hits else f"{len(hits)} campaigns"
-                raise ValueError(
+                raise ConfigurationError(
                     f"{what} in the results file match {wanted!r} (campaigns: {known})"
                 )
             if hits[0] not in chosen:
@@ -368,7 +369,7 @@ def write_report(
         entries, skipped = collect_entries(store, campaign_ids)
     if not entries:
         notes = "; ".join(skipped) or "the file holds no campaigns"
-        raise ValueError(
+        raise ConfigurationError(
             f"nothing to report in {results}: no evaluate campaign with episodes ({notes})"
         )
     if figures:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ambitab_gym.corpora import Corpus, load_corpus
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.metrics import score_credits
 from ambitab_gym.oracles.base import Route
@@ -106,7 +107,7 @@ def rescore_campaign(
     """
     campaign = store.campaign(campaign_id)
     if campaign is None:
-        raise ValueError(f"{store.path} holds no campaign {campaign_id!r}")
+        raise ConfigurationError(f"{store.path} holds no campaign {campaign_id!r}")
     if corpus is None:
         corpus = campaign["config"].get("corpus") or campaign["env_id"] or campaign["corpus"]
     if not isinstance(corpus, Corpus):

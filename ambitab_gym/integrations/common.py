@@ -26,6 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.metrics import EpisodeScore, macro_means, score_episode
 from ambitab_gym.wrappers.chat import ChatMessages, new_messages
 
@@ -69,7 +70,7 @@ def apply_wrappers(env: gym.Env, wrappers: Sequence[WrapperSpec] = ()) -> gym.En
         if isinstance(wrapper, str):
             module, _, name = wrapper.partition(":")
             if not module or not name:
-                raise ValueError(f"a wrapper path is 'module:callable', not {wrapper!r}")
+                raise ConfigurationError(f"a wrapper path is 'module:callable', not {wrapper!r}")
             wrapper = getattr(importlib.import_module(module), name)
         if not callable(wrapper):
             raise TypeError(f"a wrapper is a callable env -> env, not {type(wrapper).__name__}")

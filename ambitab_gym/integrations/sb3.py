@@ -31,6 +31,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         'pip install "ambitab-gym[sb3]"'
     ) from error
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.integrations.common import WrapperSpec, apply_wrappers
 from ambitab_gym.metrics import EpisodeScore, macro_means, score_episode
 from ambitab_gym.wrappers.menu import MenuLayout, QuestionMenu
@@ -50,7 +51,7 @@ def _layout_for(size: int) -> MenuLayout:
     probe = MenuLayout(1)
     slots, rest = divmod(size - probe.global_dim, probe.slot_dim)
     if rest or slots < 1:
-        raise ValueError(
+        raise ConfigurationError(
             f"an observation of {size} values is not a QuestionMenu observation; "
             "wrap the env in ambitab_gym.wrappers.QuestionMenu"
         )
@@ -138,7 +139,7 @@ class MenuPolicy(ActorCriticPolicy):
         self.menu_hidden = int(menu_hidden)
         self.menu_layout = _layout_for(int(np.prod(observation_space.shape)))
         if self.menu_layout.n_slots != action_space.n:
-            raise ValueError(
+            raise ConfigurationError(
                 f"observation holds {self.menu_layout.n_slots} slots but there are "
                 f"{action_space.n} actions; use an unmodified QuestionMenu env"
             )

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext
 from ambitab_gym.records import Ambiguity, TaskRecord
 
@@ -282,7 +283,7 @@ def deterministic_oracle(kind: str) -> Oracle:
                 prefer_response=False, restate_prefix="As I said before: ", restate_evidence=True
             ),
         )
-    raise ValueError(f"unknown deterministic oracle {kind!r}; use 'intent' or 'knowledge'")
+    raise ConfigurationError(f"unknown deterministic oracle {kind!r}; use 'intent' or 'knowledge'")
 
 
 def reference_oracle(corpus: Any) -> Oracle:

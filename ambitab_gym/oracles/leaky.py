@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from ambitab_gym.corpora import Corpus
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.oracles.base import Matcher, Oracle, OracleContext, Responder
 from ambitab_gym.oracles.deterministic import deterministic_oracle
 from ambitab_gym.textutil import schema_identifiers
@@ -76,7 +77,7 @@ class LeakySQLResponder:
         self, base: Responder, *, template: str = "Here is the exact SQL:\n```sql\n{sql}\n```"
     ) -> None:
         if "{sql}" not in template:
-            raise ValueError("the template must contain '{sql}'")
+            raise ConfigurationError("the template must contain '{sql}'")
         self.base = base
         self.template = template
 
@@ -204,4 +205,6 @@ def make_leaky_oracle(name: str, corpus: Corpus) -> Oracle:
         return Oracle(
             SchemaWordMatcher(reference.matcher, _corpus_identifiers(corpus)), reference.responder
         )
-    raise ValueError(f"unknown leaky oracle {name!r}; use one of {', '.join(LEAKY_ORACLE_NAMES)}")
+    raise ConfigurationError(
+        f"unknown leaky oracle {name!r}; use one of {', '.join(LEAKY_ORACLE_NAMES)}"
+    )

@@ -14,6 +14,7 @@ measurement, never agents to train or deploy. The harness passes them the record
 from __future__ import annotations
 
 from ambitab_gym.actions import STOP
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.oracles.deterministic import canonical_question
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.trajectory import PublicView
@@ -105,7 +106,9 @@ class FullAsker:
 
     def reset(self, *, seed: int | None = None, record: TaskRecord | None = None) -> None:
         if record is None:
-            raise ValueError(f"{type(self).__name__} is a reference policy: reset(record=...)")
+            raise ConfigurationError(
+                f"{type(self).__name__} is a reference policy: reset(record=...)"
+            )
         self._queue = [self._question(term) for term in distinct_terms(record)]
 
     def _question(self, term: str) -> str:

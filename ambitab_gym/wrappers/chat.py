@@ -22,6 +22,7 @@ import numpy as np
 from gymnasium.spaces import Space
 
 from ambitab_gym.actions import STOP
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.spaces import UnicodeText
 from ambitab_gym.trajectory import PublicView
 from ambitab_gym.wrappers.stack import AgentInterface, agent_view, check_agent_interface
@@ -154,7 +155,7 @@ class ChatSpace(Space[list]):
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if max_messages < 1:
-            raise ValueError("max_messages must be at least 1")
+            raise ConfigurationError("max_messages must be at least 1")
         self.max_messages = int(max_messages)
         self.max_length = int(max_length)
         self._text = UnicodeText(max_length=max_length, max_sample_length=32)

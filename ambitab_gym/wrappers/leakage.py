@@ -37,6 +37,7 @@ import numpy as np
 
 from ambitab_gym.actions import parse_action
 from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.oracles import Oracle, Responder, deterministic_oracle
 from ambitab_gym.policies.scripted import ADVERSARIAL_SUFFIX
 from ambitab_gym.records import TaskRecord
@@ -153,7 +154,7 @@ def draw_replacements(
     for (database, _terms), members in groups.items():
         candidates = [r for r in pool if r.spec.database != database]
         if not candidates:
-            raise ValueError(
+            raise ConfigurationError(
                 f"specification randomization needs records on another database than "
                 f"{database!r}, but every record of the pool uses it; evaluate a pool that "
                 "spans at least two databases"
@@ -179,7 +180,7 @@ class _RandomizedAsker:
             return
         if self.privileged:
             if record is None:
-                raise ValueError("a privileged asker needs reset(record=...)")
+                raise ConfigurationError("a privileged asker needs reset(record=...)")
             reset(seed=seed, record=self._wrapper.replacement(record))
         else:
             reset(seed=seed)
@@ -266,7 +267,7 @@ class SpecificationRandomization(_LeakageWrapper, gym.utils.RecordConstructorArg
         try:
             return self._donors[record.id]
         except KeyError:
-            raise ValueError(
+            raise ConfigurationError(
                 f"record {record.id!r} is not among the wrapped env's records"
             ) from None
 
@@ -323,10 +324,10 @@ def _stored_replacements(
     for record in records:
         donor_id = replacements.get(record.id)
         if donor_id is None:
-            raise ValueError(f"the replacement map has no donor for record {record.id!r}")
+            raise ConfigurationError(f"the replacement map has no donor for record {record.id!r}")
         donor = corpus.record(donor_id)
         if donor.spec.database == record.spec.database:
-            raise ValueError(
+            raise ConfigurationError(
                 f"donor {donor_id!r} of record {record.id!r} is on the same database "
                 f"{record.spec.database!r}; Q_x draws from other databases only"
             )
@@ -442,7 +443,7 @@ class AdversarialProbe(_LeakageWrapper, gym.utils.RecordConstructorArgs):
                 "QuestionMenu(AdversarialProbe(env))"
             )
         if not suffix.strip():
-            raise ValueError("the adversarial suffix must not be empty")
+            raise ConfigurationError("the adversarial suffix must not be empty")
         self.suffix = suffix.strip()
 
     def reword(self, action: Any) -> Any:
