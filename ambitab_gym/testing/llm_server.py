@@ -6,6 +6,8 @@
   :mod:`ambitab_gym.policies.llm_prompts`, matcher and responder of
   :mod:`ambitab_gym.oracles.llm_prompts`): the asker asks the given questions in turn, then stops.
 * :data:`ROLE_MARKERS` - the phrase that tells each role's requests apart.
+* :data:`FAULTS`, :class:`ScriptServer` - re-exported from
+  :mod:`ambitab_gym.testing.llm_server_core` (the asyncio HTTP/1.1 core).
 * :class:`ScriptedServer` - a real HTTP/1.1 server on 127.0.0.1 speaking
   ``POST /v1/chat/completions`` and ``GET /v1/models``, run in a background thread or in a
   separate process, with a control API to read the requests it received, its statistics
