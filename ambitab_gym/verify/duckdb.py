@@ -83,6 +83,7 @@ class DuckDBEngine:
             raise FileNotFoundError(f"DuckDB database {self.path} does not exist")
         self.limits = limits or Limits()
         self._slot = WorkerSlot("duckdb", self.path, "DuckDB")
+        self._task_slot = WorkerSlot("duckdb-task", self.path, "DuckDB")
 
     @property
     def worker_pid(self) -> int | None:
@@ -139,9 +140,48 @@ class DuckDBEngine:
             return QueryResult(tuple(reply[1]), reply[2])
         raise QueryError(reply[1], reply[2])
 
+    def run_task(self, task: dict, *, limits: Limits | None = None, total_s: float) -> tuple:
+        """Run a write task (:func:`~ambitab_gym.verify.taskrun.run_task`) on a private
+        in-memory copy of the database, in a killable worker of its own.
+
+        Per task the worker opens a new in-memory DuckDB instance, attaches the file read-only,
+        copies it (``COPY FROM DATABASE``), detaches it, turns external access off and locks
+        the configuration. Returns ``("task", success, reason, detail)`` or ``("error",
+        category, message)``.
+        """
+        limits = limits or self.limits
+        config = dict(SANDBOX_CONFIG)
+        config["memory_limit"] = f"{limits.memory_limit_mb}MB"
+        config["threads"] = limits.threads
+        headroom_mb = (
+            2 * limits.memory_limit_mb
+            + 3 * limits.max_result_bytes // 2**20
+            + 256
+            + 64 * limits.threads
+        )
+        request = (
+            "task",
+            task,
+            limits.timeout_s,
+            limits.max_rows,
+            limits.max_result_bytes,
+            total_s,
+        )
+        key = (limits.memory_limit_mb, limits.threads, limits.max_result_bytes)
+        try:
+            return self._task_slot.ask(key, config, headroom_mb, request, total_s)
+        except WorkerStartError as error:
+            return ("error", "engine", str(error))
+
+    @property
+    def task_worker_pid(self) -> int | None:
+        """The process id of the write-task worker (None until a write task ran)."""
+        return self._task_slot.pid
+
     def close(self) -> None:
-        """Stop the worker process."""
+        """Stop the worker processes."""
         self._slot.close()
+        self._task_slot.close()
 
 
 def build_duckdb(script: str, path: str | Path) -> None:

@@ -75,6 +75,7 @@ class SQLiteEngine:
         self._session: SQLiteSession | None = None
         self._lock = threading.Lock()
         self._slot = WorkerSlot("sqlite", self.path, "SQLite")
+        self._task_slot = WorkerSlot("sqlite-task", self.path, "SQLite")
 
     @property
     def worker_pid(self) -> int | None:
@@ -142,13 +143,48 @@ class SQLiteEngine:
         except WorkerStartError as error:
             return ("error", "engine", str(error))
 
+    def run_task(self, task: dict, *, limits: Limits | None = None, total_s: float) -> tuple:
+        """Run a write task (:func:`~ambitab_gym.verify.taskrun.run_task`) on a private
+        in-memory copy of the database, in a killable worker of its own.
+
+        The copy is made with ``deserialize`` from the file's bytes (read once per worker); the
+        file is never opened for writing. Returns ``("task", success, reason, detail)`` or
+        ``("error", category, message)`` (the worker overran ``total_s`` and was killed, or
+        crashed).
+        """
+        limits = limits or self.limits
+        size_mb = self.path.stat().st_size // 2**20
+        config = {"heap_limit_mb": limits.memory_limit_mb + size_mb}
+        headroom_mb = (
+            2 * limits.memory_limit_mb + 2 * size_mb + 3 * limits.max_result_bytes // 2**20 + 256
+        )
+        request = (
+            "task",
+            task,
+            limits.timeout_s,
+            limits.max_rows,
+            limits.max_result_bytes,
+            total_s,
+        )
+        key = (limits.memory_limit_mb, limits.max_result_bytes)
+        try:
+            return self._task_slot.ask(key, config, headroom_mb, request, total_s)
+        except WorkerStartError as error:
+            return ("error", "engine", str(error))
+
+    @property
+    def task_worker_pid(self) -> int | None:
+        """The process id of the write-task worker (None until a write task ran)."""
+        return self._task_slot.pid
+
     def close(self) -> None:
-        """Close the connection and stop the worker (if one was started)."""
+        """Close the connection and stop the workers (if any were started)."""
         with self._lock:
             if self._session is not None:
                 self._session.close()
                 self._session = None
         self._slot.close()
+        self._task_slot.close()
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         with contextlib.suppress(Exception):

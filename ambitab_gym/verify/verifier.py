@@ -44,9 +44,11 @@ Contract for write tasks and test cases (BIRD-Interact; for converters writing s
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ambitab_gym.defaults import REFERENCE_TIMEOUT_S
 from ambitab_gym.records import TaskRecord
@@ -59,9 +61,18 @@ from ambitab_gym.verify.base import (
     bounded_text,
 )
 from ambitab_gym.verify.compare import normalize_rows, results_match
+from ambitab_gym.verify.taskrun import preprocess_results, upstream_sql
+from ambitab_gym.verify.worker import sql_text_problem
 from ambitab_gym.vocabulary import VERDICT_REASONS, VerdictReason, check
 
-__all__ = ["EngineOpener", "Verdict", "Verifier"]
+__all__ = [
+    "EngineOpener",
+    "Verdict",
+    "Verifier",
+    "is_write_task",
+    "postgres_only_feature",
+    "upstream_conditions",
+]
 
 #: ``open_engine(engine_kind, database_name) -> Engine``
 EngineOpener = Callable[[str, str], Engine]
@@ -106,10 +117,84 @@ class Verdict:
 class _Reference:
     rows: list[tuple] | None
     error: str | None
+    message: str = ""
+    cached: bool = True
+
+
+#: Failures of a reference query that say nothing about the record (retried, never cached).
+_TRANSIENT = ("engine",)
+#: Each test case adds this many submission time limits to a write task's wall-clock budget,
+#: on top of :data:`_TASK_BASE_LIMITS` (preprocess, submission, default check, clean-up).
+_TASK_BASE_LIMITS = 3
+
+
+def is_write_task(record: TaskRecord) -> bool:
+    """Whether a record runs as a write task (module doc): preprocess or clean-up SQL, test
+    cases, or an upstream ``Management`` category.
+
+    >>> from ambitab_gym.records import parse_record
+    >>> base = {"id": "w", "avt_id": "w", "corpus": "c", "spec": {"request": "r",
+    ...         "database": "d"}, "verification": {"database": "d", "reference_sql": "SELECT 1"}}
+    >>> is_write_task(parse_record(base))
+    False
+    >>> base["verification"]["test_cases"] = ["def test_case(p, s, d, c): pass"]
+    >>> is_write_task(parse_record(base))
+    True
+    """
+    spec = record.verification
+    if spec.preprocess_sql or spec.cleanup_sql or spec.test_cases:
+        return True
+    category = record.source.get("category") if isinstance(record.source, dict) else None
+    return str(category or "").lower() == "management"
+
+
+def upstream_conditions(record: TaskRecord) -> dict | None:
+    """The record's upstream BIRD-Interact ``conditions`` (``source["conditions"]``), if any."""
+    conditions = record.source.get("conditions") if isinstance(record.source, dict) else None
+    return conditions if isinstance(conditions, dict) else None
+
+
+_DUCKDB_MISSING = (
+    (
+        re.compile(r"(?:Scalar|Table|Aggregate|Pragma)? ?Function with name \"?([\w.]+)", re.I),
+        "the function {0}()",
+    ),
+    (re.compile(r"Type with name \"?([\w.]+)\"? does not exist", re.I), "the type {0}"),
+    (re.compile(r"syntax error at or near \"([^\"]{1,40})\"", re.I), "PostgreSQL syntax at {0!r}"),
+    (re.compile(r"Not implemented Error: ([^\n]{1,80})", re.I), "{0}"),
+)
+
+
+def postgres_only_feature(reference_sql: str, message: str) -> str | None:
+    """What a PostgreSQL solution needs that DuckDB lacks, read from DuckDB's error, or None.
+
+    >>> postgres_only_feature("SELECT json_object_agg(a, b) FROM t",
+    ...     "Catalog Error: Scalar Function with name json_object_agg does not exist!")
+    'the function json_object_agg()'
+    >>> postgres_only_feature("CREATE FUNCTION f() RETURNS int AS $$ BEGIN RETURN 1; END $$ "
+    ...     "LANGUAGE plpgsql", 'Parser Error: syntax error at or near "RETURNS"')
+    'PL/pgSQL functions (CREATE FUNCTION ... LANGUAGE plpgsql)'
+    >>> postgres_only_feature("SELECT x FROM t", "Binder Error: column x not found") is None
+    True
+    """
+    lowered = reference_sql.lower()
+    if re.search(r"language\s+'?plpgsql", lowered):
+        return "PL/pgSQL functions (CREATE FUNCTION ... LANGUAGE plpgsql)"
+    if re.search(r"\bcreate\s+(?:or\s+replace\s+)?(?:constraint\s+)?trigger\b", lowered):
+        return "triggers (CREATE TRIGGER)"
+    for pattern, template in _DUCKDB_MISSING:
+        match = pattern.search(message)
+        if match and ("does not exist" in message or template != _DUCKDB_MISSING[0][1]):
+            return template.format(match.group(1))
+    return None
 
 
 class Verifier:
     """Executes submissions in a sandboxed engine and compares results with the reference.
+
+    Read-only records run one ``SELECT`` on the engine's read-only fast path and compare it
+    with the cached reference result; write tasks (:func:`is_write_task`) run in a private
+    scratch state per verification (the module doc has the contract).
 
     Args:
         open_engine: returns the engine for ``(engine_kind, database_name)``; engines are cached.
@@ -146,6 +231,8 @@ class Verifier:
         )
         self._engines: dict[tuple[str, str], Engine] = {}
         self._references: dict[str, _Reference] = {}
+        self._write_checks: dict[str, Verdict | None] = {}
+        self._write_failures: dict[str, str] = {}
 
     def engine(self, kind: str, database: str) -> Engine:
         """The (cached) engine for a database."""
@@ -171,30 +258,40 @@ class Verifier:
         if cached is not None:
             return cached
         spec = record.verification
-        last = "engine"
+        conditions = upstream_conditions(record)
+        sql = upstream_sql([spec.reference_sql])[0] if conditions is not None else None
+        last, message = "engine", ""
         for attempt in range(3):
             try:
                 engine = self.engine(spec.engine, spec.database)
                 # Engines that run trusted SQL under an identity of its own (PostgreSQL's
                 # reference role) offer execute_reference; the others run it like any query.
                 run = getattr(engine, "execute_reference", engine.execute)
-                result = run(spec.reference_sql, limits=self._reference_limits)
+                result = run(sql or spec.reference_sql, limits=self._reference_limits)
             except QueryError as error:
                 category = error.category
                 if category in ("syntax", "rejected", "too_many_rows", "too_large") or (
                     category in ("runtime", "timeout") and category == last
                 ):
-                    cached = self._references[record.id] = _Reference(None, category)
+                    cached = self._references[record.id] = _Reference(None, category, error.message)
                     return cached
-                last = category
+                last, message = category, error.message
                 time.sleep(0.05 * attempt)
                 continue
             except Exception as error:  # engine unavailable, file missing, ...: not cached
-                return _Reference(None, type(error).__name__)
-            rows = normalize_rows(result.rows, spec.compare.float_decimals)
+                return _Reference(None, "engine", bounded_text(error), cached=False)
+            if conditions is not None:
+                rows = preprocess_results(result.rows, self._decimals(record))
+            else:
+                rows = normalize_rows(result.rows, spec.compare.float_decimals)
             cached = self._references[record.id] = _Reference(rows, None)
             return cached
-        return _Reference(None, last)
+        return _Reference(None, last, message, cached=False)
+
+    @staticmethod
+    def _decimals(record: TaskRecord) -> int:
+        decimals = record.verification.compare.float_decimals
+        return 2 if decimals is None else decimals
 
     def execute(self, record: TaskRecord, sql: str) -> QueryResult:
         """Run a submission on the record's database (sandboxed). Raises QueryError."""
@@ -206,20 +303,20 @@ class Verifier:
         start = time.perf_counter()
         if sql is None or not isinstance(sql, str) or not sql.strip():
             return Verdict(False, "no_sql", "no SQL was submitted")
-        if record.verification.preprocess_sql or record.verification.cleanup_sql:
-            return Verdict(
-                False,
-                "unsupported",
-                "records that modify the database are not supported by the read-only verifier",
-            )
+        if is_write_task(record):
+            try:
+                return self._verify_write(record, sql, start)
+            except Exception as error:  # never escape into the env loop
+                detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
+                return Verdict(False, "engine", detail, time.perf_counter() - start)
         reference = self._reference(record)
         if reference.rows is None:
-            return Verdict(
-                False,
-                "reference_error",
-                "this record's reference query cannot be executed; the corpus is broken "
-                "(run `ambitab-gym validate` on it)",
-            )
+            return self._reference_failure(record, reference, start)
+        conditions = upstream_conditions(record)
+        if conditions is not None:
+            sql = upstream_sql([sql])[0]
+            if not sql.strip():
+                return Verdict(False, "no_sql", "the submission holds only comments")
         try:
             result = self.execute(record, sql)
         except QueryError as error:
@@ -228,9 +325,15 @@ class Verifier:
             detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
             return Verdict(False, "engine", detail, time.perf_counter() - start)
         try:
-            ok = results_match(
-                result.rows, reference.rows, record.verification.compare, reference_normalized=True
-            )
+            if conditions is not None:
+                ok = self._upstream_match(record, result.rows, reference.rows, conditions)
+            else:
+                ok = results_match(
+                    result.rows,
+                    reference.rows,
+                    record.verification.compare,
+                    reference_normalized=True,
+                )
         except Exception as error:  # a value the comparison cannot handle: never escape
             detail = f"the result cannot be compared ({type(error).__name__}: {error})"
             return Verdict(False, "runtime", detail, time.perf_counter() - start)
@@ -243,6 +346,152 @@ class Verifier:
             f"the result ({len(result.rows)} rows) does not answer the request as intended",
             elapsed,
         )
+
+    def _upstream_match(
+        self, record: TaskRecord, rows: list, reference: list[tuple], conditions: dict
+    ) -> bool:
+        """Upstream's ``ex_base``: normalized rows, an empty result fails, set unless order."""
+        submitted = preprocess_results(rows, self._decimals(record))
+        if not submitted or not reference:
+            return False
+        if conditions.get("order"):
+            return submitted == reference
+        return set(submitted) == set(reference)
+
+    def _reference_failure(
+        self, record: TaskRecord, reference: _Reference, start: float
+    ) -> Verdict:
+        elapsed = time.perf_counter() - start
+        if not reference.cached:
+            return Verdict(
+                False,
+                "engine",
+                "the server interrupted this record's reference query (or the engine is "
+                "unavailable); it will be retried on the next submission",
+                elapsed,
+            )
+        spec = record.verification
+        missing = (
+            postgres_only_feature(spec.reference_sql, reference.message)
+            if spec.engine == "duckdb" and reference.error in ("syntax", "runtime")
+            else None
+        )
+        if missing is not None:
+            return Verdict(False, "unsupported", self._unsupported(missing), elapsed)
+        return Verdict(
+            False,
+            "reference_error",
+            "this record's reference query cannot be executed; the corpus is broken "
+            "(run `ambitab-gym validate` on it)",
+            elapsed,
+        )
+
+    @staticmethod
+    def _unsupported(missing: str) -> str:
+        return (
+            f"this record's solution needs PostgreSQL: DuckDB lacks {missing}; verify this "
+            "corpus on PostgreSQL (engine='postgres')"
+        )
+
+    # -- write tasks -----------------------------------------------------------------------
+
+    def _task(self, record: TaskRecord, sql: str, *, trusted: bool) -> dict[str, Any]:
+        spec = record.verification
+        return {
+            "preprocess": list(spec.preprocess_sql),
+            "submission": sql,
+            "reference": spec.reference_sql,
+            "tests": list(spec.test_cases),
+            "cleanup": list(spec.cleanup_sql),
+            "db_name": spec.database,
+            "conditions": upstream_conditions(record),
+            "trusted_submission": trusted,
+        }
+
+    def _run_task(self, engine: Engine, record: TaskRecord, sql: str, *, trusted: bool) -> tuple:
+        limits = self._reference_limits if trusted else self.limits
+        total_s = limits.timeout_s * (_TASK_BASE_LIMITS + len(record.verification.test_cases))
+        task = self._task(record, sql, trusted=trusted)
+        reply = engine.run_task(task, limits=limits, total_s=total_s)  # type: ignore[attr-defined]
+        if not isinstance(reply, tuple) or len(reply) < 3:
+            return ("error", "engine", "the engine gave no answer")
+        return reply
+
+    def _write_check(self, engine: Engine, record: TaskRecord) -> Verdict | None:
+        """Whether the record's own solution passes its task (cached unless transient)."""
+        if record.id in self._write_checks:
+            return self._write_checks[record.id]
+        spec = record.verification
+        reply = self._run_task(engine, record, spec.reference_sql, trusted=True)
+        if reply[0] == "task" and reply[1]:
+            self._write_checks[record.id] = None
+            return None
+        category = reply[2] if reply[0] == "task" else reply[1]
+        message = str(reply[3] if reply[0] == "task" else reply[2])
+        if (
+            reply[0] == "error"
+            and category in ("runtime", "timeout")
+            and (self._write_failures.get(record.id) != category)
+        ):
+            self._write_failures[record.id] = category  # cached when it happens twice
+            category = "engine"
+        if category in _TRANSIENT:
+            return Verdict(
+                False,
+                "engine",
+                "the engine interrupted this record's reference task; it will be retried on "
+                "the next submission",
+            )
+        missing = (
+            postgres_only_feature(spec.reference_sql, message) if spec.engine == "duckdb" else None
+        )
+        if missing is not None:
+            verdict = Verdict(False, "unsupported", self._unsupported(missing))
+        elif category == "unsupported":
+            verdict = Verdict(False, "unsupported", message)
+        else:
+            verdict = Verdict(
+                False,
+                "reference_error",
+                "this record's own solution does not pass its task; the corpus is broken "
+                "(run `ambitab-gym validate` on it)",
+            )
+        self._write_checks[record.id] = verdict
+        return verdict
+
+    def _verify_write(self, record: TaskRecord, sql: str, start: float) -> Verdict:
+        spec = record.verification
+        engine = self.engine(spec.engine, spec.database)
+        if not hasattr(engine, "run_task"):
+            return Verdict(
+                False,
+                "unsupported",
+                f"the {getattr(engine, 'name', 'engine')} engine cannot run tasks that write",
+            )
+        if len(sql) > self.limits.max_sql_length:
+            return Verdict(
+                False, "too_large", f"SQL text longer than {self.limits.max_sql_length} characters"
+            )
+        problem = sql_text_problem(sql)
+        if problem is not None:
+            return Verdict(False, problem[0], problem[1])  # type: ignore[arg-type]
+        failed = self._write_check(engine, record)
+        if failed is not None:
+            return replace(failed, elapsed_s=time.perf_counter() - start)
+        reply = self._run_task(engine, record, sql, trusted=False)
+        elapsed = time.perf_counter() - start
+        if reply[0] == "task":
+            _, success, reason, detail = reply[:4]
+            if reason not in VERDICT_REASONS:
+                reason, detail = "engine", f"unexpected answer from the engine ({reason})"
+            if reason == "reference_error":  # trusted SQL of the task failed this time
+                reason = "engine"
+                detail = "the engine interrupted this record's task; it will be retried"
+            return Verdict(bool(success) and reason == "match", reason, str(detail), elapsed)
+        category, message = reply[1], reply[2]
+        if category not in VERDICT_REASONS:
+            category = "engine"
+        return Verdict(False, category, str(message), elapsed)
 
     def close(self) -> None:
         """Close every engine."""

@@ -33,6 +33,7 @@ import io
 import math
 import os
 import pickle
+import re
 import subprocess
 import sys
 import threading
@@ -691,6 +692,505 @@ class _DuckDBSession:
         self.connection.close()
 
 
+# -- write tasks: scratch states ------------------------------------------------------------------
+
+
+def load_taskrun():
+    """:mod:`ambitab_gym.verify.taskrun`, loaded by path (the worker imports no package)."""
+    import importlib.util
+
+    name = "_ambitab_taskrun"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, _WORKER_FILE.parent / "taskrun.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def _capped_rows(cursor, max_rows: int, max_bytes: int, fail) -> list:
+    rows: list = []
+    size = 0
+    while True:
+        part = cursor.fetchmany(256)
+        if not part:
+            return rows
+        rows.extend(part)
+        if len(rows) > max_rows:
+            raise fail("too_many_rows", f"result has more than {max_rows} rows")
+        size += result_bytes(part)
+        if size > max_bytes:
+            raise fail("too_large", _too_large(max_bytes)[2])
+
+
+# Read-only PRAGMAs a test case may use to look at a scratch schema (no value, no side effect).
+_SQLITE_TASK_PRAGMAS = frozenset(
+    {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
+     "foreign_key_list", "table_list"}
+)  # fmt: skip
+
+
+class _SQLiteScratch:
+    """A private in-memory copy of a SQLite database (``deserialize`` of the file's bytes).
+
+    Writes are admitted on the copy only: the authorizer refuses ``ATTACH`` (also ``VACUUM
+    INTO``, which attaches its target), ``DETACH``, every ``PRAGMA`` but a few read-only
+    schema ones, extension loading and the file functions; temporary tables stay in memory.
+    """
+
+    dialect = "sqlite"
+
+    def __init__(self, taskrun, data: bytes, limits: tuple) -> None:
+        import sqlite3
+
+        self._sqlite3 = sqlite3
+        self._fail = taskrun.StatementError
+        self.max_rows, self.max_bytes = limits
+        self._deadline = math.inf
+        self.timed_out = self._refused = False
+        connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        connection.deserialize(data)
+        connection.execute("PRAGMA trusted_schema = OFF")
+        connection.execute("PRAGMA temp_store = MEMORY")
+        for name, value in _SQLITE_LIMITS:
+            if hasattr(sqlite3, name) and name not in (
+                "SQLITE_LIMIT_TRIGGER_DEPTH",
+                "SQLITE_LIMIT_VARIABLE_NUMBER",
+            ):
+                connection.setlimit(getattr(sqlite3, name), value)
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_LENGTH)
+        connection.set_authorizer(self._authorize)
+        connection.set_progress_handler(self._progress, SQLITE_PROGRESS_EVERY)
+        self.conn = connection
+
+    def _authorize(self, action: int, arg1, arg2, db_name, trigger) -> int:
+        sqlite3 = self._sqlite3
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
+            self._refused = True
+            return sqlite3.SQLITE_DENY
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            self._refused = True
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_PRAGMA and not (
+            arg2 is None and (arg1 or "").lower() in _SQLITE_TASK_PRAGMAS
+        ):
+            self._refused = True
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    def _progress(self) -> int:
+        if time.monotonic() > self._deadline:
+            self.timed_out = True
+            return 1
+        return 0
+
+    def split(self, sql: str) -> list[str]:
+        return load_taskrun().split_statements(sql, "sqlite")
+
+    def check(self, statement: str) -> None:
+        pass  # the authorizer and the limits hold on every statement
+
+    def savepoint(self):
+        return lambda: None
+
+    def explain_cost(self, statement: str, timeout_s: float) -> float:
+        return 0.0
+
+    def run(self, statement: str, timeout_s: float):
+        self.timed_out = self._refused = False
+        self._deadline = time.monotonic() + timeout_s
+        cursor = self.conn.cursor()
+        try:
+            cursor.execute(statement)
+            if cursor.description is None:
+                return None
+            return _capped_rows(cursor, self.max_rows, self.max_bytes, self._fail)
+        except self._sqlite3.Error as error:
+            message = str(error)
+            lowered = message.lower()
+            if self.timed_out or "interrupted" in lowered:
+                raise self._fail("timeout", f"query ran longer than {timeout_s:g} s") from None
+            if self._refused or "not authorized" in lowered or "prohibited" in lowered:
+                raise self._fail(
+                    "rejected", cut(f"not allowed in the sandbox ({message})")
+                ) from None
+            if "one statement at a time" in lowered:
+                raise self._fail("rejected", "submit one statement at a time") from None
+            if isinstance(error, self._sqlite3.OperationalError) and (
+                "syntax error" in lowered
+                or "incomplete input" in lowered
+                or "unrecognized token" in lowered
+            ):
+                raise self._fail("syntax", cut(message)) from None
+            if any(w in lowered for w in ("too big", "too many", "too large", "out of memory")):
+                raise self._fail("too_large", cut(message)) from None
+            raise self._fail("runtime", cut(message)) from None
+        except MemoryError:
+            raise self._fail("too_large", "the query needs more memory than allowed") from None
+        except (OverflowError, ValueError) as error:
+            raise self._fail("runtime", cut(error)) from None
+        finally:
+            self._deadline = math.inf
+            cursor.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# Statement types refused in a DuckDB scratch copy (besides what its locked settings refuse).
+_DUCKDB_TASK_REFUSED = ("ATTACH", "DETACH", "LOAD", "EXPORT", "COPY", "COPY_DATABASE",
+                        "PRAGMA", "SET", "EXTENSION")  # fmt: skip
+
+
+class _DuckDBScratch:
+    """A private in-memory copy of a DuckDB database for one task.
+
+    The worker's DuckDB instance (sandboxed as the read path is: no external access, no
+    extensions, settings locked) holds only the corpus file, attached read-only (its default
+    in-memory database is detached, so nothing writable outlives a task); per task
+    a fresh in-memory database is attached, the file copied into it (``COPY FROM DATABASE``),
+    made the default of a fresh cursor, and detached afterwards.
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, taskrun, session: _TaskSession, limits: tuple) -> None:
+        self.duckdb = session.duckdb
+        self._fail = taskrun.StatementError
+        self.max_rows, self.max_bytes = limits
+        session.scratch_count += 1
+        self._name = f"ambitab_scratch_{session.scratch_count}"
+        self._instance = session.instance
+        self._instance.execute(f"ATTACH ':memory:' AS {self._name}")
+        try:
+            self._instance.execute(f"COPY FROM DATABASE ambitab_source TO {self._name}")
+            cursor = self._instance.cursor()
+            cursor.execute(f"USE {self._name}")
+        except BaseException:
+            self.close()
+            raise
+        self.conn = cursor
+        self._dog = session
+
+    def split(self, sql: str) -> list[str]:
+        try:
+            return [s.query for s in self.conn.extract_statements(sql) if s.query.strip()]
+        except Exception:  # a parser error: run() reports it with its category
+            return [sql] if sql.strip() else []
+
+    def check(self, statement: str) -> None:
+        try:
+            parsed = self.conn.extract_statements(statement)
+        except Exception:
+            return  # run() reports the parser error
+        for item in parsed:
+            try:
+                name = str(item.type).rsplit(".", 1)[-1]
+            except ValueError:  # a statement type this API cannot name (UPDATE EXTENSIONS)
+                name = " ".join(statement.split()[:2]).upper()[:40]
+                raise self._fail("rejected", f"not allowed in the sandbox (got {name})") from None
+            if name in _DUCKDB_TASK_REFUSED:
+                raise self._fail("rejected", f"not allowed in the sandbox (got {name})")
+
+    def savepoint(self):
+        return lambda: None
+
+    def explain_cost(self, statement: str, timeout_s: float) -> float:
+        return 0.0
+
+    def run(self, statement: str, timeout_s: float):
+        duckdb = self.duckdb
+        cursor = self.conn
+        dog = self._dog
+        dog.current = cursor
+        try:
+            with dog.watchdog.job(timeout_s):
+                cursor.execute(statement)
+                if cursor.description is None:
+                    rows = None
+                else:
+                    rows = _capped_rows(cursor, self.max_rows, self.max_bytes, self._fail)
+            if dog.watchdog.fired:
+                raise self._fail("timeout", f"query ran longer than {timeout_s:g} s")
+            return rows
+        except self._fail:
+            raise
+        except BaseException as error:  # noqa: BLE001
+            reply = _duckdb_classify(duckdb, error, dog.watchdog, timeout_s)
+            raise self._fail(reply[1], reply[2]) from None
+        finally:
+            dog.current = None
+
+    def close(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._instance.execute(f"DETACH DATABASE IF EXISTS {self._name}")
+
+
+class _PostgresScratch:
+    """A session on a scratch PostgreSQL database (cloned from a template by the parent) as the
+    agent role: one transaction, never committed; each statement under a savepoint (a failed
+    one is undone alone, as upstream's commit-per-statement runner does); transaction control
+    and ``COPY`` refused."""
+
+    dialect = "postgres"
+
+    def __init__(self, taskrun, conninfo: str, limits: tuple, total_s: float) -> None:
+        import psycopg
+
+        self.psycopg = psycopg
+        self.taskrun = taskrun
+        self._fail = taskrun.StatementError
+        self.max_rows, self.max_bytes = limits
+        connection = psycopg.connect(conninfo, autocommit=True)
+        idle_ms = int(total_s * 1000) + 10_000
+        connection.execute(
+            f"BEGIN READ WRITE; SET LOCAL idle_in_transaction_session_timeout = {idle_ms}"
+        )
+        self._raw = connection
+        self.conn = _NoCommit(connection)
+        self._savepoints = 0
+
+    def split(self, sql: str) -> list[str]:
+        return self.taskrun.split_statements(sql, "postgres")
+
+    def check(self, statement: str) -> None:
+        word = self.taskrun.first_keyword(statement)
+        rest = statement
+        if word == "PREPARE":
+            rest = statement.upper()
+        if (
+            word in self.taskrun.TRANSACTION_WORDS
+            or word == "COPY"
+            or (word == "PREPARE" and re.search(r"\bTRANSACTION\b", rest))
+        ):
+            raise self._fail(
+                "rejected",
+                f"not allowed in the sandbox (got {word}): the task runs as one "
+                "transaction that the verifier ends",
+            )
+
+    def _execute(self, statement: str, timeout_s: float):
+        cursor = self._raw.cursor()
+        try:
+            self._raw.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout_s * 1000))}")
+            rows: list = []
+            size = 0
+            for row in cursor.stream(statement):
+                rows.append(row)
+                if len(rows) > self.max_rows:
+                    raise self._fail("too_many_rows", f"result has more than {self.max_rows} rows")
+                size += result_bytes([row])
+                if size > self.max_bytes:
+                    raise self._fail("too_large", _too_large(self.max_bytes)[2])
+            result = cursor.pgresult
+            if result is not None and result.status == 1:  # COMMAND_OK: no rows
+                return None
+            return rows
+        finally:
+            cursor.close()
+
+    def run(self, statement: str, timeout_s: float):
+        psycopg = self.psycopg
+        self._savepoints += 1
+        name = f"ambitab_{self._savepoints}"
+        self._raw.execute(f"SAVEPOINT {name}")
+        try:
+            rows = self._execute(statement, timeout_s)
+        except self._fail:
+            self._undo(name)
+            raise
+        except psycopg.Error as error:
+            self._undo(name)
+            raise self._classify(error, timeout_s) from None
+        except MemoryError:
+            self._undo(name)
+            raise self._fail("too_large", "the query needs more memory than allowed") from None
+        if self._raw.info.transaction_status not in (2, 3):  # INTRANS, INERROR
+            raise self._fail("engine", "the scratch transaction ended early")
+        self._raw.execute(f"RELEASE SAVEPOINT {name}")
+        return rows
+
+    def _undo(self, name: str) -> None:
+        with contextlib.suppress(Exception):
+            self._raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
+
+    def savepoint(self):
+        self._savepoints += 1
+        name = f"ambitab_{self._savepoints}"
+        self._raw.execute(f"SAVEPOINT {name}")
+        return lambda: self._undo(name)
+
+    def explain_cost(self, statement: str, timeout_s: float) -> float:
+        rows = self.run("EXPLAIN (FORMAT JSON) " + statement, timeout_s) or []
+        plan = rows[0][0] if rows else None
+        if isinstance(plan, str):
+            import json
+
+            plan = json.loads(plan)
+        if isinstance(plan, list) and plan:
+            return float(plan[0].get("Plan", {}).get("Total Cost", 0.0))
+        return 0.0
+
+    def _classify(self, error, timeout_s: float):
+        errors = self.psycopg.errors
+        diag = getattr(error, "diag", None)
+        message = cut(((diag.message_primary if diag is not None else None) or str(error)).strip())
+        if isinstance(error, (errors.QueryCanceled, errors.LockNotAvailable)):
+            return self._fail("timeout", f"query ran longer than {timeout_s:g} s")
+        if isinstance(error, (errors.InsufficientPrivilege, errors.ReadOnlySqlTransaction)):
+            return self._fail("rejected", f"not allowed in the sandbox ({message})")
+        if isinstance(error, errors.SyntaxError):
+            return self._fail("syntax", message)
+        if isinstance(
+            error,
+            (
+                errors.ProgramLimitExceeded,
+                errors.OutOfMemory,
+                errors.DiskFull,
+                errors.ConfigurationLimitExceeded,
+            ),
+        ):
+            return self._fail("too_large", message)
+        if error.sqlstate is None or error.sqlstate.startswith(("08", "57P")):
+            return self._fail("engine", f"the PostgreSQL connection failed: {message}")
+        return self._fail("runtime", message)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._raw.close()  # never committed: the server rolls the transaction back
+
+
+class _NoCommit:
+    """The scratch connection as test cases get it: ``commit()``/``rollback()`` do nothing (the
+    verifier ends the one transaction)."""
+
+    def __init__(self, connection) -> None:
+        self._connection = connection
+
+    def commit(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._connection, name)
+
+
+class _TaskSession:
+    """The worker's side of write tasks: a fresh scratch state per task, then
+    :func:`~ambitab_gym.verify.taskrun.run_task`."""
+
+    def __init__(self, kind: str, path: str, config: dict) -> None:
+        self.kind = kind
+        self.path = path
+        self.config = config
+        self.taskrun = load_taskrun()
+        self.current = None
+        self.watchdog = Watchdog(self._interrupt)
+        self._data: bytes | None = None
+        self.retire = False
+        if kind == "sqlite-task":
+            import sqlite3
+
+            self.version = sqlite3.sqlite_version
+            heap_limit_mb = int(config.get("heap_limit_mb", 0))
+            if heap_limit_mb > 0:
+                probe = sqlite3.connect(":memory:")
+                probe.execute(f"PRAGMA hard_heap_limit = {heap_limit_mb * 2**20}")
+                probe.close()
+            # The file is immutable while a corpus is in use: its bytes are read once.
+            with open(path, "rb") as source:
+                self._data = source.read()
+        elif kind == "duckdb-task":
+            import duckdb
+
+            self.duckdb = duckdb
+            self.version = duckdb.__version__
+            self.scratch_count = 0
+            settings = {
+                k: v
+                for k, v in config.items()
+                if k not in ("enable_external_access", "lock_configuration")
+            }
+            instance = duckdb.connect(":memory:", config=settings)
+            quoted = "'" + path.replace("'", "''") + "'"
+            instance.execute(f"ATTACH {quoted} AS ambitab_source (READ_ONLY)")
+            # No writable database outlives a task: the default in-memory one goes, and each
+            # task's scratch copy is detached when the task ends.
+            instance.execute("USE ambitab_source")
+            instance.execute("DETACH memory")
+            instance.execute("SET enable_external_access = false")
+            instance.execute("SET lock_configuration = true")
+            self.instance = instance
+        else:
+            import psycopg
+
+            self.version = psycopg.__version__
+
+    def _interrupt(self) -> None:
+        cursor = self.current
+        if cursor is not None:
+            cursor.interrupt()
+
+    def run(self, task: dict, timeout_s: float, max_rows: int, max_bytes: int, seconds_left=None):
+        taskrun = self.taskrun
+        limits = (max_rows, max_bytes)
+        try:
+            if self.kind == "sqlite-task":
+                adapter = _SQLiteScratch(taskrun, self._data, limits)
+            elif self.kind == "duckdb-task":
+                adapter = _DuckDBScratch(taskrun, self, limits)
+            else:
+                adapter = _PostgresScratch(
+                    taskrun, task["conninfo"], limits, float(task.get("total_s", timeout_s))
+                )
+        except MemoryError:
+            return ("task", False, "too_large", "the database copy needs more memory than allowed")
+        except Exception as error:  # noqa: BLE001
+            return ("task", False, "engine", cut(f"the scratch copy could not be made: {error}"))
+        try:
+            return taskrun.run_task(adapter, task, timeout_s)
+        except taskrun.StatementError as error:
+            return ("task", False, error.category, cut(error.message))
+        except MemoryError:
+            return ("task", False, "too_large", "the task needs more memory than allowed")
+        finally:
+            try:
+                adapter.close()
+            finally:
+                if self.kind == "duckdb-task" and not self._clean():
+                    self.retire = True
+
+    def _clean(self) -> bool:
+        """Whether the DuckDB instance holds nothing but the read-only source (a task that left
+        another database attached retires the worker)."""
+        try:
+            databases = {
+                row[0]
+                for row in self.instance.execute(
+                    "SELECT database_name FROM duckdb_databases()"
+                ).fetchall()
+            }
+        except Exception:  # noqa: BLE001
+            return False
+        return databases == {"ambitab_source", "system", "temp"}
+
+    def close(self) -> None:
+        self.watchdog.stop()
+        instance = getattr(self, "instance", None)
+        if instance is not None:
+            instance.close()
+
+
 # -- the parent's side -------------------------------------------------------------------------
 
 _WORKER_FILE = Path(__file__).resolve()
@@ -960,7 +1460,11 @@ def serve(request_fd: int, response_fd: int) -> int:
     kind = init.get("kind", "duckdb")
     headroom_mb = int(init.get("headroom_mb", 0))
     try:
-        if kind == "sqlite":
+        if kind.endswith("-task"):
+            session = _TaskSession(kind, init["path"], init.get("config", {}))
+            version = session.version
+            run = session.run
+        elif kind == "sqlite":
             import sqlite3
 
             heap_limit_mb = int(init.get("config", {}).get("heap_limit_mb", 0))
@@ -1005,6 +1509,8 @@ def serve(request_fd: int, response_fd: int) -> int:
             payload = pickle.dumps(_too_large(max_bytes))
         del reply
         responses.send_bytes(payload)
+        if getattr(session, "retire", False):
+            break  # the parent starts a fresh worker for the next request
     session.close()
     return 0
 
