@@ -287,6 +287,8 @@ def test_procedural_env_curriculum_options():
     env.unwrapped.configure(ambiguities=(0, 0), distractors=(0, 0))
     env.reset(seed=0)
     assert env.unwrapped.record.m == 0
+    with pytest.raises(ValueError, match="cannot change"):
+        env.unwrapped.configure(oracle="knowledge")
 
 
 def test_procedural_env_holds_out_the_test_domains_by_default():

@@ -17,6 +17,7 @@ from typing import Any
 from gymnasium import spaces
 
 from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.generate.corpus import ProceduralCorpus
 from ambitab_gym.generate.families import FAMILIES
 from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
@@ -120,8 +121,12 @@ class ProceduralEnv(AmbiTabEnv):
 
         ``env.unwrapped.configure(ambiguities=(1, 3), distractors=(0, 2))``; on a vector env
         ``envs.call("configure", ambiguities=(1, 3))``. Keys are :class:`GeneratorConfig`
-        fields; ``domains`` also takes ``"train"``, ``"test"`` or ``"all"``.
+        fields; ``domains`` also takes ``"train"``, ``"test"`` or ``"all"``. The oracle kind
+        and the corpus name are fixed when the env is made.
         """
+        fixed = sorted({"oracle", "corpus"} & set(overrides))
+        if fixed:
+            raise ConfigurationError(f"{fixed} cannot change after the env is made")
         return self.generator.configure(**overrides)
 
     def reset(
