@@ -12,6 +12,9 @@ the SQL to :data:`MAX_STORED_SQL_CHARS`; text that is not valid Unicode (lone su
 repaired with U+FFFD. Results files written before the ``verdict_detail`` column existed open
 as they are (the column is added, empty for their episodes).
 
+Audit marks (``ambitab-gym audit``) live in their own table, ``audit_marks``: one row per
+audited oracle answer (:data:`AUDIT_MARKS` names the marks), the latest mark winning.
+
 Episodes are written in small batches (``flush_every`` episodes or ``flush_seconds``), each batch
 one transaction: an interrupted campaign keeps every flushed episode, and resuming re-runs only
 what is missing.
@@ -28,10 +31,17 @@ from typing import Any
 import duckdb
 
 from ambitab_gym.actions import repair_text
-from ambitab_gym.errors import StoreError
+from ambitab_gym.errors import ConfigurationError, StoreError
 from ambitab_gym.verify.base import MAX_MESSAGE_CHARS, bounded_text
 
-__all__ = ["EPISODE_COLUMNS", "MAX_STORED_SQL_CHARS", "ResultsFileError", "ResultsStore"]
+__all__ = [
+    "AUDIT_COLUMNS",
+    "AUDIT_MARKS",
+    "EPISODE_COLUMNS",
+    "MAX_STORED_SQL_CHARS",
+    "ResultsFileError",
+    "ResultsStore",
+]
 
 #: Stored SQL is cut to this many characters (the verifier refuses longer SQL by default).
 MAX_STORED_SQL_CHARS = 100_000
@@ -78,7 +88,38 @@ CREATE TABLE IF NOT EXISTS episodes (
     finished_at TIMESTAMP DEFAULT current_timestamp,
     PRIMARY KEY (campaign_id, condition, seed, record_id)
 );
+CREATE TABLE IF NOT EXISTS audit_marks (
+    item_id VARCHAR PRIMARY KEY,
+    oracle VARCHAR,
+    corpus VARCHAR,
+    record_id VARCHAR,
+    ambiguity_id VARCHAR,
+    answer VARCHAR,
+    resolution VARCHAR,
+    mark VARCHAR,
+    note VARCHAR,
+    auditor VARCHAR,
+    marked_at TIMESTAMP DEFAULT current_timestamp
+);
 """
+
+#: The marks a person gives an oracle answer in the audit (paper: the manual audit of the
+#: BIRD-Interact response catalogue): it says the credited resolution and no more, it says more
+#: than the resolution, or it contradicts or misses it.
+AUDIT_MARKS = ("faithful", "reveals_more", "wrong")
+#: Columns of the ``audit_marks`` table, in order (``marked_at`` is set by the store).
+AUDIT_COLUMNS = (
+    "item_id",
+    "oracle",
+    "corpus",
+    "record_id",
+    "ambiguity_id",
+    "answer",
+    "resolution",
+    "mark",
+    "note",
+    "auditor",
+)
 
 # columns added after the first release: older results files get them on open
 _ADDED_COLUMNS = ("ALTER TABLE episodes ADD COLUMN IF NOT EXISTS verdict_detail VARCHAR;",)
@@ -310,6 +351,50 @@ class ResultsStore:
                     row[column] = json.dumps(row[column], ensure_ascii=False)
                 writer.writerow(row)
         return len(rows)
+
+    def add_audit_marks(self, marks: Iterable[Mapping[str, Any]]) -> int:
+        """Store audit marks (``AUDIT_COLUMNS`` keys; a mark already stored for the same
+        ``item_id`` is replaced), in one transaction; returns how many were stored.
+
+        Raises:
+            ConfigurationError: (a ValueError) a mark is not one of :data:`AUDIT_MARKS`, or an
+                item has no id; nothing is stored then.
+        """
+        rows = []
+        for mark in marks:
+            if mark.get("mark") not in AUDIT_MARKS:
+                raise ConfigurationError(
+                    f"audit mark {mark.get('mark')!r} of item {mark.get('item_id')!r} is not one "
+                    f"of {', '.join(AUDIT_MARKS)}"
+                )
+            if not mark.get("item_id"):
+                raise ConfigurationError("an audit mark without an item_id")
+            rows.append([repair_text(str(mark.get(c) or ""))[0] for c in AUDIT_COLUMNS])
+        if not rows:
+            return 0
+        names = ", ".join(AUDIT_COLUMNS)
+        holes = ", ".join("?" for _ in AUDIT_COLUMNS)
+        self._db.execute("BEGIN TRANSACTION")
+        try:
+            for row in rows:
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO audit_marks ({names}, marked_at) "
+                    f"VALUES ({holes}, current_timestamp)",
+                    row,
+                )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def audit_marks(self) -> dict[str, dict]:
+        """Every stored audit mark: ``{item_id: {AUDIT_COLUMNS..., "marked_at"}}``."""
+        cursor = self._db.execute(
+            f"SELECT {', '.join(AUDIT_COLUMNS)}, marked_at FROM audit_marks ORDER BY item_id"
+        )
+        names = [*AUDIT_COLUMNS, "marked_at"]
+        return {row[0]: dict(zip(names, row, strict=True)) for row in cursor.fetchall()}
 
     def close(self) -> None:
         self.flush()
