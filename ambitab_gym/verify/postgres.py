@@ -32,6 +32,7 @@ names a superuser connection, it loads the corpus's databases through it first.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import re
@@ -42,7 +43,7 @@ import threading
 import time
 
 import psycopg
-from psycopg import errors
+from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ambitab_gym.corpora.corpus import Corpus, register_engine
@@ -53,7 +54,10 @@ from ambitab_gym.verify.postgres_loader import (
     isolation_problems,
     load_corpus_databases,
     reference_role,
+    template_name,
 )
+from ambitab_gym.verify.taskrun import first_keyword, paren_depths, split_statements
+from ambitab_gym.verify.worker import WorkerSlot, WorkerStartError
 
 __all__ = [
     "PostgresEngine",
@@ -65,6 +69,16 @@ __all__ = [
 
 _CURSOR = "ambitab_submission"
 _DECLARE = f"DECLARE {_CURSOR} NO SCROLL CURSOR FOR "
+# Every query runs wrapped, so that the server measures each row before sending it: a row
+# larger than the result cap raises there (a cast of a row-dependent text to int fails with the
+# marker below) instead of reaching the driver whole. The wrapped statement must be one
+# statement whose parentheses balance, so it cannot close the wrapper's.
+_WRAP_HEAD = "SELECT * FROM (\n"
+_WRAP_TAIL = (
+    "\n) AS ambitab_q WHERE CASE WHEN pg_column_size(ambitab_q.*) <= {cap} THEN true "
+    "ELSE ('{marker} ' || pg_column_size(ambitab_q.*))::int > 0 END"
+)
+_ROW_MARKER = "ambitab: a result row is larger than the cap"
 _BEGIN = (
     "BEGIN READ ONLY; SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}; "
     "SET LOCAL idle_in_transaction_session_timeout = {idle_ms}; "
@@ -83,6 +97,19 @@ _COMMAND_WORDS = (
     "SHOW START TRUNCATE UNLISTEN UPDATE UPSERT USE VACUUM"
 )
 _COMMANDS = frozenset(_COMMAND_WORDS.split())
+# Scratch databases of write tasks: ambitab_s_<host>_<pid>_<random>.
+_SCRATCH_PREFIX = "ambitab_s_"
+_HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class _Connection(psycopg.Connection):
@@ -183,6 +210,8 @@ class PostgresEngine:
         dbname: the database to use (overrides the DSN's).
         reference_dsn: the role that runs :meth:`execute_reference` (default: ``dsn`` with user
             :func:`reference_role` of the agent role); it must differ from the agent role.
+        admin_dsn: a superuser connection that creates and drops the scratch databases of
+            write tasks (:meth:`run_task`); None: write tasks are ``unsupported``.
         limits: default limits for :meth:`execute`.
         pool_size: at most this many agent connections are open at once (and two reference
             connections).
@@ -205,6 +234,7 @@ class PostgresEngine:
         *,
         dbname: str | None = None,
         reference_dsn: str | None = None,
+        admin_dsn: str | None = None,
         limits: Limits | None = None,
         pool_size: int = 4,
         connect_timeout_s: float = 10.0,
@@ -223,6 +253,13 @@ class PostgresEngine:
         self._references: _Pool | None = None
         self._lock = threading.Lock()
         self._checked = False
+        self._admin_params = (
+            {**conninfo_to_dict(admin_dsn), "dbname": "postgres"} if admin_dsn else None
+        )
+        self._admin: psycopg.Connection | None = None
+        self._admin_lock = threading.Lock()
+        self._swept = False
+        self._task_slot = WorkerSlot("postgres-task", "", "PostgreSQL")
 
     @staticmethod
     def _conninfo_params(dsn: str, dbname: str | None, connect_timeout_s: float) -> dict:
@@ -322,6 +359,20 @@ class PostgresEngine:
             )
         if "\x00" in sql_text:
             raise QueryError("syntax", "SQL text contains a NUL character")
+        statements = split_statements(sql_text, "postgres")
+        if len(statements) != 1:
+            raise QueryError(
+                "rejected", "submit exactly one SQL statement" if statements else "empty SQL"
+            )
+        sql_text = statements[0]
+        word = first_keyword(sql_text)
+        if word in _COMMANDS:
+            raise QueryError(
+                "rejected", f"only read-only single SELECT statements are allowed (got {word})"
+            )
+        lowest, final = paren_depths(sql_text, "postgres")
+        if lowest < 0 or final != 0:
+            raise QueryError("syntax", "unbalanced parentheses in the SQL text")
         for attempt in range(2):
             connection = self._connection(pool)
             failure: QueryError | None = None
@@ -363,7 +414,12 @@ class PostgresEngine:
             # binary=True forces the extended protocol, so the server parses exactly one
             # statement, and DECLARE ... CURSOR FOR admits only SELECT/VALUES/TABLE queries.
             # (Plain round trips: psycopg's pipeline mode costs more than it saves here.)
-            cursor.execute(_DECLARE + sql_text, binary=True)
+            wrapped = (
+                _WRAP_HEAD
+                + sql_text
+                + _WRAP_TAIL.format(cap=int(limits.max_result_bytes), marker=_ROW_MARKER)
+            )
+            cursor.execute(_DECLARE + wrapped, binary=True)
             if time.monotonic() >= deadline:
                 raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
             # One FETCH for the whole result (at most max_rows + 1 rows), received row by row
@@ -414,6 +470,107 @@ class PostgresEngine:
         except psycopg.Error:
             return False
 
+    # -- write tasks -------------------------------------------------------------------------
+
+    def _admin_connection(self) -> psycopg.Connection:
+        if self._admin is None or self._admin.closed:
+            assert self._admin_params is not None
+            self._admin = psycopg.connect(make_conninfo(**self._admin_params), autocommit=True)
+        return self._admin
+
+    def _sweep(self, admin: psycopg.Connection) -> None:
+        """Drop scratch databases that verifiers on this host left when they were killed."""
+        prefix = f"{_SCRATCH_PREFIX}{_HOST_TAG}_"
+        rows = admin.execute(
+            "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", [prefix]
+        ).fetchall()
+        for (name,) in rows:
+            pid = name[len(prefix) :].split("_", 1)[0]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                with contextlib.suppress(psycopg.Error):
+                    admin.execute(
+                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                            sql.Identifier(name)
+                        )
+                    )
+
+    def run_task(self, task: dict, *, limits: Limits | None = None, total_s: float) -> tuple:
+        """Run a write task (:func:`~ambitab_gym.verify.taskrun.run_task`) on a private
+        database cloned from the corpus database's template, then dropped.
+
+        The admin connection clones ``template_name(dbname)`` (``CREATE DATABASE ...
+        TEMPLATE``); a worker process connects to the clone as the agent role and runs the
+        whole task in one transaction that is never committed; the clone is dropped (``WITH
+        (FORCE)``) afterwards, also when the worker overran and was killed. What a killed
+        verifier left behind is dropped by the next engine on this host. Returns ``("task",
+        success, reason, detail)`` or ``("error", category, message)``.
+        """
+        limits = limits or self.limits
+        if self._admin_params is None:
+            return (
+                "task",
+                False,
+                "unsupported",
+                "tasks that write need a scratch database on PostgreSQL: pass "
+                "engine_options={'admin_dsn': <a superuser DSN>} (or 'load_dsn')",
+            )
+        scratch = f"{_SCRATCH_PREFIX}{_HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
+        template = template_name(self.dbname)
+        try:
+            with self._admin_lock:
+                admin = self._admin_connection()
+                if not self._swept:
+                    self._sweep(admin)
+                    self._swept = True
+                admin.execute(
+                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                        sql.Identifier(scratch), sql.Identifier(template)
+                    )
+                )
+        except psycopg.Error as error:
+            with contextlib.suppress(Exception):
+                if self._admin is not None:
+                    self._admin.close()
+            self._admin = None
+            message = _first_line(error)
+            if "does not exist" in message:
+                return (
+                    "task",
+                    False,
+                    "unsupported",
+                    f"no write-task template {template!r} on the server: load the corpus with "
+                    "ambitab_gym.verify.postgres.load_corpus_databases (it builds them)",
+                )
+            return ("error", "engine", f"cannot create a scratch database: {message}")
+        try:
+            conninfo = make_conninfo(**{**self._params, "dbname": scratch})
+            request = (
+                "task",
+                {**task, "conninfo": conninfo, "total_s": total_s},
+                limits.timeout_s,
+                limits.max_rows,
+                limits.max_result_bytes,
+                total_s,
+            )
+            headroom_mb = 2 * limits.memory_limit_mb + 3 * limits.max_result_bytes // 2**20 + 256
+            key = (limits.memory_limit_mb, limits.max_result_bytes)
+            try:
+                return self._task_slot.ask(key, {}, headroom_mb, request, total_s)
+            except WorkerStartError as error:
+                return ("error", "engine", str(error))
+        finally:
+            with self._admin_lock, contextlib.suppress(psycopg.Error):
+                self._admin_connection().execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                        sql.Identifier(scratch)
+                    )
+                )
+
+    @property
+    def task_worker_pid(self) -> int | None:
+        """The process id of the write-task worker (None until a write task ran)."""
+        return self._task_slot.pid
+
     def schema_text(self) -> str:
         """``CREATE TABLE``/``CREATE VIEW`` statements of every table the role can read.
 
@@ -444,10 +601,16 @@ class PostgresEngine:
         return ";\n".join(statements) + ";" if statements else ""
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection and stop the write-task worker."""
         self._pool.close()
         if self._references is not None:
             self._references.close()
+        self._task_slot.close()
+        with self._admin_lock:
+            if self._admin is not None:
+                with contextlib.suppress(Exception):
+                    self._admin.close()
+                self._admin = None
 
 
 _SCHEMA_TABLES = """
@@ -582,6 +745,12 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
     diag = getattr(error, "diag", None)
     primary = (diag.message_primary if diag is not None else None) or str(error)
     message = primary.strip()
+    if _ROW_MARKER in message:
+        return QueryError(
+            "too_large",
+            f"a result row is larger than {_mib(limits.max_result_bytes)} (the server refused "
+            "to send it); select fewer or shorter values",
+        )
     if isinstance(error, errors.QueryCanceled) and "timeout" not in message:
         # Not this query's doing: an administrator (or the server) cancelled it. Transient.
         return QueryError("engine", f"the query was cancelled by the server, try again ({message})")
@@ -604,7 +773,7 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
         first_word = sql_text[offset:].split(None, 1)[0].upper() if sql_text[offset:] else ""
         if (
             position is not None
-            and int(position) == len(_DECLARE) + offset + 1
+            and int(position) == len(_DECLARE) + len(_WRAP_HEAD) + offset + 1
             and first_word in _COMMANDS
         ):
             return QueryError(
@@ -644,6 +813,7 @@ def _open_postgres(corpus: Corpus, database: str, limits: Limits | None) -> Post
         dsn,
         dbname=database_name(corpus.name, database),
         reference_dsn=corpus.options.get("reference_dsn"),
+        admin_dsn=corpus.options.get("admin_dsn") or load_dsn,
         limits=limits,
     )
 

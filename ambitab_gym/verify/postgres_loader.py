@@ -22,6 +22,7 @@ its query text or table-access counts to the statistics system.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,12 +37,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DANGEROUS_ROLES",
     "OBSERVER_ROLES",
+    "SCRATCH_OWNER",
     "UnsafeServerSetup",
     "check_server_setup",
     "database_name",
     "isolation_problems",
     "load_corpus_databases",
     "reference_role",
+    "template_name",
 ]
 
 #: Members of these roles can read or write server files or run programs even read-only.
@@ -50,6 +53,8 @@ DANGEROUS_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_
 #: server's statistics.
 OBSERVER_ROLES = ("pg_signal_backend", "pg_read_all_stats", "pg_stat_scan_tables", "pg_monitor")
 _COMMENT_PREFIX = "ambitab:"
+#: The NOLOGIN role that owns the objects of write-task templates (and so of their clones).
+SCRATCH_OWNER = "ambitab_scratch_owner"
 _REFERENCE_SUFFIX = "_reference"
 
 # Built-in functions and views an agent session must not use: they signal other backends or show
@@ -129,6 +134,16 @@ def database_name(corpus: str, database: str) -> str:
     return name
 
 
+def template_name(name: str) -> str:
+    """The template database that write tasks clone a scratch copy of ``name`` from.
+
+    Example:
+        >>> template_name("bird_interact__alien")
+        'bird_interact__alien__tpl'
+    """
+    return name + "__tpl"
+
+
 def _script_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -178,6 +193,7 @@ def load_corpus_databases(
     with psycopg.connect(admin_dsn, autocommit=True) as connection:
         _ensure_reader(connection, reader, reader_password, reference=reference)
         _ensure_reader(connection, reference, reader_password, reference=None)
+        _ensure_scratch_owner(connection, reader)
         for database, entry in corpus.manifest.databases.items():
             source = corpus.path / entry.file
             if source.suffix != ".sql":
@@ -192,6 +208,9 @@ def load_corpus_databases(
                 source,
                 (reader, reference),
                 force=force,
+            )
+            _load_template(
+                connection, admin, database_name(corpus.name, database), source, force=force
             )
     params = {k: v for k, v in admin.items() if k not in ("dbname", "password", "user")}
     params["user"] = reader
@@ -305,6 +324,112 @@ def _load_one(
             sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(name), sql.Literal(tag))
         )
         _grant_database(connection, admin, name, readers)
+    finally:
+        connection.execute("SELECT pg_advisory_unlock(%s)", [lock])
+
+
+def _ensure_scratch_owner(connection: psycopg.Connection, reader: str) -> None:
+    """The NOLOGIN role that owns every object of the write-task templates; the agent role is
+    a member, so in its private scratch copy it may alter, index and trigger on them."""
+    exists = connection.execute(
+        "SELECT 1 FROM pg_roles WHERE rolname = %s", [SCRATCH_OWNER]
+    ).fetchone()
+    if exists is None:
+        with contextlib.suppress(psycopg.errors.DuplicateObject):  # a concurrent loader
+            connection.execute(
+                sql.SQL(
+                    "CREATE ROLE {} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
+                    "NOBYPASSRLS"
+                ).format(sql.Identifier(SCRATCH_OWNER))
+            )
+    connection.execute(
+        sql.SQL("GRANT {} TO {}").format(sql.Identifier(SCRATCH_OWNER), sql.Identifier(reader))
+    )
+
+
+_OWNED_OBJECTS = """
+SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW'
+                      WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'f' THEN 'FOREIGN TABLE'
+                      ELSE 'TABLE' END,
+       c.oid::regclass::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') AND n.nspname <> 'information_schema'
+  AND n.nspname NOT LIKE 'pg\\_%'
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                  AND d.objid = c.oid AND d.deptype IN ('a', 'i'))
+UNION ALL
+SELECT CASE p.prokind WHEN 'p' THEN 'PROCEDURE' WHEN 'a' THEN 'AGGREGATE' ELSE 'FUNCTION' END,
+       p.oid::regprocedure::text
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
+                  AND d.objid = p.oid AND d.deptype = 'e')
+UNION ALL
+SELECT 'TYPE', t.oid::regtype::text
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE t.typtype IN ('e', 'd', 'r') AND n.nspname <> 'information_schema'
+  AND n.nspname NOT LIKE 'pg\\_%'
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_type'::regclass
+                  AND d.objid = t.oid AND d.deptype = 'e')
+"""
+
+
+def _load_template(
+    connection: psycopg.Connection, admin: dict, name: str, source: Path, *, force: bool
+) -> None:
+    """Build (or keep) ``template_name(name)``: the same script, every object owned by
+    :data:`SCRATCH_OWNER`, hardened like the corpus database, marked as a template that nobody
+    may connect to. Write tasks clone their scratch databases from it."""
+    template = template_name(name)
+    tag = f"{_COMMENT_PREFIX}{_script_digest(source)}"
+    lock = int.from_bytes(hashlib.sha256(template.encode()).digest()[:8], "big", signed=True)
+    connection.execute("SELECT pg_advisory_lock(%s)", [lock])
+    try:
+        current = connection.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            [template],
+        ).fetchone()
+        if current is not None and current[0] == tag and not force:
+            return
+        staging = template + "_l"
+        connection.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(staging))
+        )
+        connection.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                sql.Identifier(staging)
+            )
+        )
+        owner = sql.Identifier(SCRATCH_OWNER)
+        with psycopg.connect(make_conninfo(**{**admin, "dbname": staging})) as target:
+            target.execute(source.read_text("utf-8"))  # trusted script, simple protocol
+            schemas = target.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname <> 'information_schema' "
+                "AND nspname NOT LIKE 'pg\\_%'"
+            ).fetchall()
+            for (schema,) in schemas:
+                ident = sql.Identifier(schema)
+                target.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(ident))
+                target.execute(sql.SQL("GRANT ALL ON SCHEMA {} TO {}").format(ident, owner))
+            for kind, item in target.execute(_OWNED_OBJECTS).fetchall():
+                target.execute(sql.SQL(f"ALTER {kind} {item} OWNER TO {{}}").format(owner))
+            _harden(target, (SCRATCH_OWNER,))
+            target.commit()
+        ident = sql.Identifier(template)
+        exists = connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [template]
+        ).fetchone()
+        if exists is not None:
+            connection.execute(sql.SQL("ALTER DATABASE {} IS_TEMPLATE false").format(ident))
+            connection.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(ident))
+        connection.execute(
+            sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(staging), ident)
+        )
+        connection.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(ident))
+        connection.execute(
+            sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false").format(ident)
+        )
+        connection.execute(sql.SQL("COMMENT ON DATABASE {} IS {}").format(ident, sql.Literal(tag)))
     finally:
         connection.execute("SELECT pg_advisory_unlock(%s)", [lock])
 

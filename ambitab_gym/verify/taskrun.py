@@ -34,6 +34,7 @@ from typing import Any
 __all__ = [
     "TRANSACTION_WORDS",
     "Adapter",
+    "paren_depths",
     "StatementError",
     "first_keyword",
     "preprocess_results",
@@ -143,7 +144,7 @@ def split_statements(sql: str, dialect: str = "postgres") -> list[str]:
                 nested
                 and i > 0
                 and sql[i - 1] in "eE"
-                and not (i > 1 and (sql[i - 2].isalnum() or sql[i - 2] == "_"))
+                and not (i > 1 and (sql[i - 2].isalnum() or sql[i - 2] in "_$"))
             )
             i += 1
             while i < n:
@@ -161,7 +162,7 @@ def split_statements(sql: str, dialect: str = "postgres") -> list[str]:
             close = "]" if c == "[" else c
             j = sql.find(close, i + 1)
             i = n if j < 0 else j + 1
-        elif c == "$" and nested and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] == "_")):
+        elif c == "$" and nested and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] in "_$")):
             match = _DOLLAR.match(sql, i)
             if match:
                 j = sql.find(match.group(0), match.end())
@@ -193,6 +194,69 @@ def split_statements(sql: str, dialect: str = "postgres") -> list[str]:
         if _skip_noise(piece, 0, nested) < len(piece):
             statements.append(piece.strip())
     return statements
+
+
+def paren_depths(sql: str, dialect: str = "postgres") -> tuple[int, int]:
+    """``(lowest, final)`` parenthesis depth of ``sql`` outside strings, quoted names and
+    comments (lexed as :func:`split_statements` does).
+
+    A statement wrapped as ``SELECT * FROM (<statement>) AS q`` cannot close the wrapper's
+    parenthesis when its lowest depth is 0 and its final depth is 0.
+
+    >>> paren_depths("SELECT (1) AS ')' -- )")
+    (0, 0)
+    >>> paren_depths("SELECT 1) AS z CROSS JOIN (SELECT 2")
+    (-1, 0)
+    """
+    nested = dialect == "postgres"
+    depth = lowest = 0
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c == "-" and sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        if c == "/" and sql.startswith("/*", i):
+            i = _end_of_block_comment(sql, i, nested)
+            continue
+        if c == "'":
+            escaped = (
+                nested
+                and i > 0
+                and sql[i - 1] in "eE"
+                and not (i > 1 and (sql[i - 2].isalnum() or sql[i - 2] in "_$"))
+            )
+            i += 1
+            while i < n:
+                if escaped and sql[i] == "\\":
+                    i += 2
+                    continue
+                if sql[i] == "'":
+                    if sql.startswith("''", i):
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i += 1
+            continue
+        if c == '"':
+            j = sql.find('"', i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == "$" and nested and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] in "_$")):
+            match = _DOLLAR.match(sql, i)
+            if match:
+                j = sql.find(match.group(0), match.end())
+                i = n if j < 0 else j + len(match.group(0))
+                continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            lowest = min(lowest, depth)
+        i += 1
+    return lowest, depth
 
 
 # -- upstream's comparison helpers (BIRD-Interact evaluation/src/eval_bird_interact.py) ----------

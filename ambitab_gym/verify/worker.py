@@ -844,6 +844,9 @@ _DUCKDB_TASK_REFUSED = ("ATTACH", "DETACH", "LOAD", "EXPORT", "COPY", "COPY_DATA
                         "PRAGMA", "SET", "EXTENSION")  # fmt: skip
 
 
+_DML_HEAD = re.compile(r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:INSERT|UPDATE|DELETE)\b", re.I | re.S)
+
+
 class _DuckDBScratch:
     """A private in-memory copy of a DuckDB database for one task.
 
@@ -908,8 +911,13 @@ class _DuckDBScratch:
         try:
             with dog.watchdog.job(timeout_s):
                 cursor.execute(statement)
-                if cursor.description is None:
-                    rows = None
+                description = cursor.description
+                if description is None or (
+                    len(description) == 1
+                    and description[0][0] == "Count"
+                    and _DML_HEAD.match(statement) is not None
+                ):
+                    rows = None  # a write's row count: no result rows (as upstream's driver)
                 else:
                     rows = _capped_rows(cursor, self.max_rows, self.max_bytes, self._fail)
             if dog.watchdog.fired:
