@@ -16,18 +16,37 @@ from a deterministic template built from the annotation.
 Databases: ``<db>/<db>.sqlite`` (SQLite dialect) is used as is; for the PostgreSQL dialect a
 plain ``pg_dump`` (``<db>/*.sql``) or a SQLite file is turned into a DuckDB script (engine
 ``duckdb``, dialect ``postgres``; give ``engine_override="postgres"`` at load time to run on a
-server). Tasks whose database is missing are dropped (``database_missing``); ``Management``
-tasks, which write, are dropped (``management_task``): the verifier is read-only.
+server). Tasks whose database is missing are dropped (``database_missing``).
+
+Every task is kept, as upstream has it: ``Management`` tasks (which write) keep their category
+(``source.category``), ``preprocess_sql``, ``clean_up_sqls`` (``verification.cleanup_sql``) and
+test cases, and the verifier runs them on a scratch copy (:mod:`ambitab_gym.verify.verifier`'s
+contract); a solution of several ``sol_sql`` items becomes one ``reference_sql`` holding all
+its statements, in order, each ended by ``;`` (the verifier splits it into ``sol_sqls``). The
+converter checks each solution itself: a query runs on the corpus database (``empty_result``,
+``reference_sql_failed`` and ``reference_timeout`` drop it), a write task's ``preprocess_sql``
+and solution run on a private scratch copy (test cases run at verification time). A PostgreSQL
+solution that DuckDB cannot run because it uses a PostgreSQL-only feature (``JSON_OBJECT_AGG``,
+``jsonb_agg``, ``ARRAY_REMOVE``, PL/pgSQL functions, triggers) is kept and marked
+``source.requires = ["postgres"]`` with the feature in ``source.postgres_only``; the manifest's
+provenance counts them (``requires_postgres``), and the build warns that on DuckDB their
+verdict is ``unsupported``.
 
 * :func:`convert` - the converter entry point.
 * :func:`load_catalog` - a frozen-response catalog.
 * :func:`knowledge_text` - one knowledge-base entry as text.
+* :func:`join_statements` - upstream's ``sol_sql`` list as one ``reference_sql``.
+* :func:`writes`, :func:`check_solution`, :func:`run_on_scratch` - which records write, and
+  the build's check of a solution (a write task on a scratch copy).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +72,22 @@ from ambitab_gym.convert.common import (
     trim_phrase,
 )
 from ambitab_gym.convert.duckdb_scripts import pg_dump_to_duckdb_script, sqlite_to_duckdb_script
-from ambitab_gym.records import parse_record
+from ambitab_gym.records import TaskRecord, parse_record
+from ambitab_gym.verify.base import QueryError
+from ambitab_gym.verify.taskrun import split_statements
+from ambitab_gym.verify.verifier import postgres_only_feature
 
-__all__ = ["convert", "knowledge_text", "load_catalog"]
+logger = logging.getLogger("ambitab_gym")
+
+__all__ = [
+    "check_solution",
+    "convert",
+    "join_statements",
+    "knowledge_text",
+    "load_catalog",
+    "run_on_scratch",
+    "writes",
+]
 
 UPSTREAM = {
     "name": "BIRD-Interact",
@@ -355,9 +387,24 @@ def _ambiguities(
     return out, origins
 
 
+def _abbreviation(name: str) -> str | None:
+    """The abbreviation a knowledge-base name gives in parentheses.
+
+    >>> _abbreviation("Lunar Interference Factor (LIF)"), _abbreviation("Hot Jupiter")
+    ('LIF', None)
+    """
+    match = re.search(r"\(([A-Za-z][A-Za-z0-9_]{1,11})\)\s*$", name.strip())
+    return match.group(1) if match else None
+
+
 def _snippet_twin(entry: dict, merged: dict[str, dict], counted: list[str]) -> str | None:
-    """The critical annotation whose SQL snippet the knowledge annotation's snippet matches."""
+    """The critical annotation whose SQL snippet the knowledge annotation's snippet matches
+    (token overlap of at least 0.3), or - failing that - the first whose snippet uses the
+    knowledge's abbreviation as a name (``lif`` in ``aoi * (1 - lif)`` for "Lunar
+    Interference Factor (LIF)": the critical computation builds on the withheld entry)."""
     best, best_key = 0.3, None
+    uses: list[str] = []
+    short = _abbreviation(str((entry.get("_entry") or {}).get("knowledge") or entry["term"]))
     for key in counted:
         other = merged[key]
         if other["kind"] != "critical" or other.get("_merged"):
@@ -365,7 +412,9 @@ def _snippet_twin(entry: dict, merged: dict[str, dict], counted: list[str]) -> s
         score = _snippet_overlap(entry["sql_snippet"] or "", other["sql_snippet"] or "")
         if score >= best:
             best, best_key = score, key
-    return best_key
+        if short and re.search(rf"\b{re.escape(short)}\b", other["sql_snippet"] or "", re.I):
+            uses.append(key)
+    return best_key if best_key is not None else (uses[0] if uses else None)
 
 
 def _merge_into(target: dict, knowledge: dict) -> None:
@@ -437,6 +486,7 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     if options.responses:
         conversion.inputs[Path(options.responses).name] = sha256_file(options.responses)
     notes: dict[str, Any] = {"template_responses": 0}
+    needs: dict[str, int] = {}  # PostgreSQL-only feature -> tasks
     finder = None
     if options.llm_url:
         from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
@@ -450,19 +500,10 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             **task,
             **{k: v for k, v in truth.get(instance, {}).items() if v not in (None, [], "")},
         }
-        category = str(task.get("category") or "Query")
-        if category.lower() == "management":
-            conversion.drops.append(Drop(key, "management_task", "the task writes to the database"))
-            continue
-        sols = [s for s in task.get("sol_sql") or [] if str(s).strip()]
+        sols = [str(s) for s in task.get("sol_sql") or [] if str(s).strip()]
         if not sols:
             conversion.drops.append(
                 Drop(key, "no_reference_sql", "the release withholds the solution")
-            )
-            continue
-        if len(sols) > 1:
-            conversion.drops.append(
-                Drop(key, "multi_statement_solution", f"{len(sols)} statements")
             )
             continue
         database = str(task.get("selected_database") or "")
@@ -497,10 +538,139 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
             detail = f"no phrase of the request for {', '.join(map(repr, unlocated))}"
             conversion.drops.append(Drop(key, "no_term_in_request", detail[:300]))
             continue
+        checked = check_solution(record, workspace)
+        if isinstance(checked, Drop):
+            conversion.drops.append(Drop(key, checked.reason, checked.detail))
+            continue
+        if checked is not None:
+            record = _mark_postgres_only(record, checked)
+            needs[checked] = needs.get(checked, 0) + 1
+        if writes(record):
+            notes["management_tasks"] = notes.get("management_tasks", 0) + 1
+        if record.source["solution_statements"] > 1:
+            notes["multi_statement_solutions"] = notes.get("multi_statement_solutions", 0) + 1
         conversion.items.append(Item(key, [record]))
+    # the shared build checks would run write statements on the shared workspace database:
+    # every solution was checked above (a query read-only, a write task on a scratch copy)
+    conversion.check_references = False
+    if needs:
+        total = sum(needs.values())
+        notes["requires_postgres"] = total
+        notes["postgres_only_features"] = dict(sorted(needs.items()))
+        logger.warning(
+            "%d BIRD-Interact task(s) need PostgreSQL (%s): they are kept and marked "
+            'source.requires = ["postgres"]; on the default DuckDB engine their verdict is '
+            "'unsupported'. Verify them on a server: gym.make(..., engine='postgres', "
+            "engine_options={'dsn': ...}) or load_corpus(..., engine_override='postgres').",
+            total,
+            ", ".join(sorted(needs)),
+        )
     conversion.notes.update(notes)
     conversion.notes["dialect"] = dialect
     return conversion
+
+
+def writes(record: TaskRecord) -> bool:
+    """Whether a record is a write task: a ``Management`` category, preprocess or clean-up SQL
+    or test cases (the verifier runs it on a scratch copy of its database)."""
+    spec = record.verification
+    category = str(record.source.get("category") or "").lower()
+    return category == "management" or bool(
+        spec.preprocess_sql or spec.cleanup_sql or spec.test_cases
+    )
+
+
+def join_statements(items: list[str]) -> str:
+    """Upstream's ``sol_sql`` list as one ``reference_sql``: one item verbatim; several in
+    order, each ended by ``;`` (a lone ``;`` on its own line when the item lacks one).
+
+    >>> join_statements(["SELECT 1"])
+    'SELECT 1'
+    >>> print(join_statements(["UPDATE t SET a = 1", "SELECT a FROM t;"]))
+    UPDATE t SET a = 1
+    ;
+    SELECT a FROM t;
+    """
+    if len(items) == 1:
+        return items[0]
+    parts = []
+    for item in items:
+        text = item.strip()
+        parts.append(text if text.endswith(";") else f"{text}\n;")
+    return "\n".join(parts)
+
+
+def check_solution(record: TaskRecord, workspace: Workspace) -> Drop | str | None:
+    """Run a record's solution where the verifier will: a query read-only on the corpus
+    database, a write task's ``preprocess_sql`` and solution on a private scratch copy.
+
+    Returns:
+        None when it runs (and a query returns rows); the PostgreSQL-only feature DuckDB
+        lacks (the record is kept and marked); or the :class:`Drop` (``reference_sql_failed``,
+        ``reference_timeout``, ``empty_result``) of a broken solution.
+    """
+    spec = record.verification
+    try:
+        if writes(record):
+            run_on_scratch(workspace, spec.database, [*spec.preprocess_sql, spec.reference_sql])
+            return None
+        rows = workspace.execute(spec.database, spec.reference_sql)
+    except QueryError as error:
+        if workspace.engine_of(spec.database) == "duckdb":
+            missing = postgres_only_feature(spec.reference_sql, error.message)
+            if missing is not None:
+                return missing
+        reason = "reference_timeout" if error.category == "timeout" else "reference_sql_failed"
+        return Drop(record.id, reason, error.message[:300])
+    if not rows and not spec.compare.allow_empty:
+        return Drop(record.id, "empty_result", "the reference SQL returns no rows")
+    return None
+
+
+def run_on_scratch(workspace: Workspace, database: str, scripts: list[str]) -> None:
+    """Run trusted write SQL (each item may hold several statements) on an in-memory copy of
+    a workspace database; the copy is discarded. Raises :class:`QueryError`."""
+    timeout = workspace.timeout_s
+    if workspace.engine_of(database) == "sqlite":
+        source = sqlite3.connect(f"file:{workspace.path(database)}?mode=ro", uri=True)
+        scratch = sqlite3.connect(":memory:")
+        try:
+            source.backup(scratch)
+            timer = threading.Timer(timeout, scratch.interrupt)
+            timer.start()
+            try:
+                for script in scripts:
+                    scratch.executescript(script)
+            finally:
+                timer.cancel()
+        except sqlite3.Error as error:
+            category = "timeout" if "interrupt" in str(error).lower() else "runtime"
+            raise QueryError(category, str(error).splitlines()[0] if str(error) else "") from None
+        finally:
+            scratch.close()
+            source.close()
+        return
+    import duckdb
+
+    scratch = duckdb.connect(":memory:")
+    timer = threading.Timer(timeout, scratch.interrupt)
+    timer.start()
+    try:
+        scratch.execute(workspace.path(database).read_text("utf-8"))
+        for script in scripts:
+            scratch.execute(script)
+    except duckdb.Error as error:
+        category = "timeout" if "interrupt" in str(error).lower() else "runtime"
+        raise QueryError(category, str(error).splitlines()[0]) from None
+    finally:
+        timer.cancel()
+        scratch.close()
+
+
+def _mark_postgres_only(record: TaskRecord, feature: str) -> TaskRecord:
+    data = record.model_dump(mode="json", by_alias=True)
+    data["source"] = {**data["source"], "requires": ["postgres"], "postgres_only": feature}
+    return parse_record(data, where=record.id)
 
 
 def _record(task, sols, database, engine, kb, meanings, catalog, notes, finder=None):
@@ -510,7 +680,7 @@ def _record(task, sols, database, engine, kb, meanings, catalog, notes, finder=N
     visible = [knowledge_text(kb[i]) for i in sorted(kb) if i not in withheld]
     conditions = task.get("conditions") or {}
     decimal = conditions.get("decimal", -1)
-    sql = sols[0]
+    sql = join_statements(sols)
     record_id = f"bird_interact-{slug(instance, max_length=80)}"
     return parse_record(
         {
@@ -544,6 +714,9 @@ def _record(task, sols, database, engine, kb, meanings, catalog, notes, finder=N
                 "high_level": task.get("high_level"),
                 "difficulty_tier": task.get("difficulty_tier"),
                 "conditions": conditions,
+                "solution_statements": len(
+                    split_statements(sql, "sqlite" if engine == "sqlite" else "postgres")
+                ),
                 "external_knowledge_ids": task.get("external_knowledge") or [],
                 "withheld_knowledge_ids": sorted(withheld),
                 "term_origin": origins,

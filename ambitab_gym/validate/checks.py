@@ -20,6 +20,7 @@ from ambitab_gym.oracles import OracleContext, OracleTurn, canonical_question, d
 from ambitab_gym.records import PublicSpec, TaskRecord
 from ambitab_gym.validate.leaks import leaks_into, normalize_text, public_fields, secrets_of
 from ambitab_gym.verify import Limits, QueryError, Verifier, results_match
+from ambitab_gym.verify.verifier import is_write_task
 
 __all__ = [
     "CHECKS",
@@ -57,7 +58,8 @@ CHECKS: dict[str, str] = {
     "duplicate_request": "different AVTs never share the public request and database",
     "leak": "no resolution, frozen response, sql snippet or reference SQL appears in the public "
     "spec",
-    "reference_sql": "every reference SQL executes",
+    "reference_sql": "every reference SQL executes (a write task: its own solution passes its "
+    "task on a scratch copy; a solution that needs PostgreSQL is not checked on DuckDB)",
     "empty_result": "every reference result is non-empty (unless compare.allow_empty)",
     "distinct_results": "the interpretations of one AVT give pairwise different results",
 }
@@ -452,6 +454,12 @@ def execution_checks(
 ) -> tuple[list[Violation], dict[str, list[tuple]]]:
     """``reference_sql``/``empty_result``: every reference SQL executes and returns rows.
 
+    A write task (:func:`~ambitab_gym.verify.verifier.is_write_task`: BIRD-Interact's
+    Management tasks, preprocess/clean-up SQL, test cases) is verified instead: its own solution
+    must pass its task on a scratch copy. A solution the engine cannot run because it needs
+    PostgreSQL (verdict ``unsupported`` on DuckDB) is not a broken corpus: it is skipped (the
+    built corpus's manifest counts such records, ``provenance.requires_postgres``).
+
     Args:
         corpus: the corpus.
         verifier: whose cached, normalized reference rows are used.
@@ -464,7 +472,7 @@ def execution_checks(
     rows_by_id: dict[str, list[tuple]] = {}
     broken: set[tuple[str, str]] = set()
     for record in corpus.records:
-        if record.id in skip or record.verification.preprocess_sql:
+        if record.id in skip:
             continue
         key = (record.verification.engine, record.verification.database)
         if key in broken:
@@ -482,8 +490,22 @@ def execution_checks(
                 )
             )
             continue
+        if is_write_task(record):
+            verdict = verifier.verify(record, record.verification.reference_sql)
+            if not verdict.success and verdict.reason != "unsupported":
+                out.append(
+                    Violation(
+                        record.id,
+                        "reference_sql",
+                        f"its own solution does not pass its task ({verdict.reason})",
+                    )
+                )
+            continue
         rows = verifier.reference_rows(record)
         if rows is None:
+            verdict = verifier.verify(record, record.verification.reference_sql)
+            if verdict.reason == "unsupported":
+                continue  # needs PostgreSQL; counted in the manifest, not a broken corpus
             reason = _reference_error(verifier, record)
             out.append(Violation(record.id, "reference_sql", f"does not execute: {reason}"))
             continue

@@ -15,7 +15,10 @@ import pytest
 from convert_helpers import occurs, oracle_credits, read_jsonl, run_build, upstream
 
 from ambitab_gym.convert.bird_interact import knowledge_text
+from ambitab_gym.corpora import Corpus
 from ambitab_gym.validate import validate_corpus
+from ambitab_gym.verify import Verifier
+from ambitab_gym.verify.taskrun import split_statements
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +93,13 @@ def test_annotations_become_ambiguities_with_their_snippets(official):
         a for r in records.values() for a in r["ambiguities"] if a["kind"] == "critical"
         and any(k["term"] in a["aliases"] for k in tasks[r["source"]["instance_id"]]["knowledge_ambiguity"])
     ]  # fmt: skip
-    assert (
-        len(merged) == 6
-    )  # of the 7 knowledge annotations of the kept tasks; alien_3 kept its own
+    # of the 11 knowledge annotations of the kept tasks, alien_3's and alien_9's keep their own
+    # ambiguity; alien_M_3's LIF has no phrase and folds into "observation quality", whose
+    # snippet computes with ``lif`` (the entry's abbreviation)
+    assert len(merged) == 9
+    m_3 = {a["term"]: a for a in records["alien_M_3"]["ambiguities"]}
+    assert m_3["observation quality"]["aliases"] == ["Lunar Interference Factor (LIF)"]
+    assert knowledge_text(kb[9]) in m_3["observation quality"]["resolution"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["provenance"]["knowledge_merged_into_critical"] >= len(merged)
     assert report["terms"]["share_in_request"] == 1.0
@@ -120,6 +127,8 @@ def test_postgres_sql_is_kept_and_runs_on_duckdb(official):
         assert record["verification"]["reference_sql"] == tasks[instance]["sol_sql"][0]
         assert record["verification"]["engine"] == "duckdb"
         assert record["spec"]["request"] == tasks[instance]["amb_user_query"]
+        assert record["source"]["category"] == tasks[instance]["category"]
+        assert record["source"]["conditions"] == tasks[instance]["conditions"]
     assert (
         "PERCENTILE_CONT(0.5) WITHIN GROUP" in records["alien_1"]["verification"]["reference_sql"]
     )
@@ -130,16 +139,87 @@ def test_postgres_sql_is_kept_and_runs_on_duckdb(official):
         "intent",
     )
     assert manifest["databases"]["alien"]["file"].endswith(".sql")
-    # Management tasks write: dropped; three Query solutions use PostgreSQL-only functions
-    # (JSON_OBJECT_AGG, jsonb_agg, ARRAY_REMOVE) that DuckDB lacks
+    # every task is kept but alien_M_2, whose counted annotation "parameters order" names no
+    # phrase of its request (the term rule, not its category: no management_task drop)
     dropped = {d["item"].split("#")[1]: d["reason"] for d in read_jsonl(out / "dropped.jsonl")}
-    assert dropped == {
-        "alien_M_1": "management_task", "alien_M_2": "management_task",
-        "alien_M_3": "management_task", "alien_M_4": "management_task",
-        "alien_5": "reference_sql_failed", "alien_7": "reference_sql_failed",
-        "alien_9": "reference_sql_failed",
-    }  # fmt: skip
-    assert report["records"] == 7
+    assert dropped == {"alien_M_2": "no_term_in_request"}
+    assert report["records"] == 13 and report["dropped"] == {"no_term_in_request": 1}
+
+
+def test_postgres_only_solutions_are_kept_marked_and_counted(official):
+    out, _, _, _, records = official
+    # three Query solutions use PostgreSQL functions DuckDB lacks (JSON_OBJECT_AGG, jsonb_agg,
+    # ARRAY_REMOVE); alien_M_4 defines a PL/pgSQL trigger function
+    marked = {
+        i: r["source"]["postgres_only"]
+        for i, r in records.items()
+        if r["source"].get("requires") == ["postgres"]
+    }
+    assert marked == {
+        "alien_5": "the function json_object_agg()",
+        "alien_7": "the function jsonb_agg()",
+        "alien_9": "the function array_remove()",
+        "alien_M_4": "PL/pgSQL functions (CREATE FUNCTION ... LANGUAGE plpgsql)",
+    }
+    assert all("requires" not in r["source"] for i, r in records.items() if i not in marked)
+    provenance = json.loads((out / "manifest.json").read_text())["provenance"]
+    assert provenance["requires_postgres"] == 4
+    assert provenance["postgres_only_features"] == {
+        "PL/pgSQL functions (CREATE FUNCTION ... LANGUAGE plpgsql)": 1,
+        "the function array_remove()": 1,
+        "the function json_object_agg()": 1,
+        "the function jsonb_agg()": 1,
+    }
+    # on DuckDB (the default engine) they are not broken, they need a server: the verdict of
+    # their own solution says so; the other records verify
+    corpus = Corpus(out)
+    verifier = Verifier(corpus.open_engine)
+    try:
+        for instance, record in records.items():
+            verdict = verifier.verify(
+                corpus.record(record["id"]), record["verification"]["reference_sql"]
+            )
+            if instance in marked:
+                assert verdict.reason == "unsupported", instance
+                assert (
+                    "needs PostgreSQL" in verdict.detail and "engine='postgres'" in verdict.detail
+                )
+            else:
+                assert verdict.reason == "match", (instance, verdict)
+    finally:
+        verifier.close()
+
+
+def test_management_tasks_keep_test_cases_and_multi_statement_solutions(official):
+    out, _, tasks, _, records = official
+    management = {i for i, t in tasks.items() if t["category"] == "Management"}
+    assert management == {"alien_M_1", "alien_M_2", "alien_M_3", "alien_M_4"}
+    kept = management & set(records)
+    assert kept == {"alien_M_1", "alien_M_3", "alien_M_4"}
+    for instance in kept:
+        record, task = records[instance], tasks[instance]
+        assert record["verification"]["test_cases"] == task["test_cases"]
+        assert (
+            record["verification"]["test_cases"][0]
+            .lstrip()
+            .startswith("def test_case(pred_sqls, sol_sqls, db_name, conn):")
+        )
+        assert record["verification"]["preprocess_sql"] == task["preprocess_sql"] == []
+        assert record["verification"]["cleanup_sql"] == task["clean_up_sqls"] == []
+        assert record["source"]["category"] == "Management"
+    # alien_M_4's one sol_sql item holds five statements (ALTER TABLE, COMMENT ON, CREATE
+    # FUNCTION with a $$ body holding semicolons, DROP TRIGGER, CREATE TRIGGER)
+    m_4 = records["alien_M_4"]
+    assert m_4["verification"]["reference_sql"] == tasks["alien_M_4"]["sol_sql"][0]
+    assert m_4["source"]["solution_statements"] == 5
+    assert (
+        split_statements(m_4["verification"]["reference_sql"])[2]
+        .lstrip("\n")
+        .startswith("CREATE OR REPLACE FUNCTION set_analyzable_flag()")
+    )
+    assert {records[i]["source"]["solution_statements"] for i in ("alien_M_1", "alien_M_3")} == {1}
+    provenance = json.loads((out / "manifest.json").read_text())["provenance"]
+    assert (provenance["management_tasks"], provenance["multi_statement_solutions"]) == (3, 1)
 
 
 def test_knowledge_and_meanings_reach_the_spec_only_where_visible(official):
@@ -180,7 +260,7 @@ def test_without_databases_every_task_is_dropped_with_a_reason(tmp_path):
         "--out", str(tmp_path / "c"),
     )  # fmt: skip
     assert status == 1
-    assert report["dropped"] == {"database_missing": 10, "management_task": 4}
+    assert report["dropped"] == {"database_missing": 14}  # Management tasks too: none dropped
     assert "--databases" in report["error"] and not (tmp_path / "c").exists()
 
 
@@ -289,3 +369,93 @@ def test_databases_given_as_a_postgres_dump(tmp_path):
         duckdb.connect().execute(script).execute("SELECT name FROM stations ORDER BY 1").fetchall()
     )
     assert names == [("Alpine Ridge",), ("O'Brien Peak",), ("Valley Floor",)]
+
+
+TEST_CASE = """
+def test_case(pred_sqls, sol_sqls, db_name, conn):
+    # High stations (above 1000 m) are ten metres lower; stations without an elevation are gone.
+    pred_result, _, _ = execute_queries(
+        "SELECT s.name FROM stations s JOIN stations_before b ON s.station_id = b.station_id "
+        "WHERE b.elevation_m > 1000 AND s.elevation_m <> b.elevation_m - 10;",
+        db_name, conn,
+    )
+    assert pred_result == [], f"stations not lowered by ten metres: {pred_result}"
+    missing, _, _ = execute_queries(
+        "SELECT COUNT(*) FROM stations WHERE elevation_m IS NULL;", db_name, conn
+    )
+    assert missing[0][0] == 0, "stations without an elevation remain"
+    kept, _, _ = execute_queries("SELECT elevation_m FROM stations WHERE station_id = 2;", db_name, conn)
+    assert float(kept[0][0]) == 120.0, "low stations keep their elevation"
+"""
+
+MANAGEMENT_TASK = {
+    **PG_TASK,
+    "instance_id": "weather_M_1", "category": "Management",
+    "amb_user_query": "Correct the high stations: lower them by ten metres and delete the stations "
+                      "without an elevation.",
+    "sol_sql": ["UPDATE stations SET elevation_m = elevation_m - 10 WHERE elevation_m > 1000",
+                "DELETE FROM stations WHERE elevation_m IS NULL;"],
+    "preprocess_sql": ["CREATE TABLE stations_before AS SELECT * FROM stations;"],
+    "clean_up_sqls": ["DROP TABLE IF EXISTS stations_before;"],
+    "test_cases": [TEST_CASE],
+    "user_query_ambiguity": {
+        "critical_ambiguity": [{"term": "high stations", "sql_snippet": "elevation_m > 1000",
+                                "is_mask": False, "type": "semantic_ambiguity"}],
+        "non_critical_ambiguity": []},
+}  # fmt: skip
+
+PG_ONLY_TASK = {
+    **PG_TASK,
+    "instance_id": "weather_2", "amb_user_query": "Give me the high stations as one JSON object.",
+    "sol_sql": ["SELECT JSON_OBJECT_AGG(name, elevation_m) FROM stations WHERE elevation_m > 1000"],
+}  # fmt: skip
+
+
+def test_preprocess_cleanup_tests_and_solution_items_are_carried(tmp_path, caplog):
+    source = tmp_path / "release"
+    (source / "weather").mkdir(parents=True)
+    (source / "weather" / "weather.sql").write_text(PG_DUMP)
+    (source / "tasks.jsonl").write_text(
+        "".join(json.dumps(t) + "\n" for t in (PG_TASK, MANAGEMENT_TASK, PG_ONLY_TASK))
+    )
+    with caplog.at_level("WARNING", logger="ambitab_gym"):
+        status, report = run_build(
+            "bird-interact", "--source", str(source / "tasks.jsonl"), "--out", str(tmp_path / "c")
+        )
+    assert status == 0, report
+    assert report["records"] == 3 and report["dropped"] == {}
+    records = {r["source"]["instance_id"]: r for r in read_jsonl(tmp_path / "c" / "records.jsonl")}
+    task = records["weather_M_1"]
+    verification = task["verification"]
+    assert verification["preprocess_sql"] == MANAGEMENT_TASK["preprocess_sql"]
+    assert verification["cleanup_sql"] == MANAGEMENT_TASK["clean_up_sqls"]
+    assert verification["test_cases"] == [TEST_CASE]
+    # two sol_sql items: one reference_sql holding both statements, in order
+    assert verification["reference_sql"] == (
+        "UPDATE stations SET elevation_m = elevation_m - 10 WHERE elevation_m > 1000\n;\n"
+        "DELETE FROM stations WHERE elevation_m IS NULL;"
+    )
+    assert [s.strip() for s in split_statements(verification["reference_sql"])] == [
+        "UPDATE stations SET elevation_m = elevation_m - 10 WHERE elevation_m > 1000",
+        "DELETE FROM stations WHERE elevation_m IS NULL",
+    ]
+    assert task["source"]["solution_statements"] == 2 and "requires" not in task["source"]
+    # the PostgreSQL-only query is kept and marked, and the build says what to do about it
+    assert records["weather_2"]["source"]["requires"] == ["postgres"]
+    assert records["weather_2"]["source"]["postgres_only"] == "the function json_object_agg()"
+    (warning,) = [r.getMessage() for r in caplog.records if "need PostgreSQL" in r.getMessage()]
+    assert "1 BIRD-Interact task(s)" in warning and "engine='postgres'" in warning
+    provenance = json.loads((tmp_path / "c" / "manifest.json").read_text())["provenance"]
+    assert provenance["requires_postgres"] == 1 and provenance["management_tasks"] == 1
+    # the corpus database is untouched by the build's check of the write task
+    corpus = Corpus(tmp_path / "c")
+    verifier = Verifier(corpus.open_engine)
+    try:
+        record = corpus.record(task["id"])
+        assert verifier.verify(record, verification["reference_sql"]).reason == "match"
+        half = "UPDATE stations SET elevation_m = elevation_m - 10 WHERE elevation_m > 1000"
+        assert verifier.verify(record, half).reason == "mismatch"  # the NULL station remains
+        rows = verifier.execute(corpus.record(records["weather_1"]["id"]), PG_TASK["sol_sql"][0])
+        assert rows.rows == [("Alpine Ridge",)]
+    finally:
+        verifier.close()
