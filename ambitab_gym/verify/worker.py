@@ -986,19 +986,13 @@ class _PostgresScratch:
         cursor = self._raw.cursor()
         try:
             self._raw.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout_s * 1000))}")
-            rows: list = []
-            size = 0
-            for row in cursor.stream(statement):
-                rows.append(row)
-                if len(rows) > self.max_rows:
-                    raise self._fail("too_many_rows", f"result has more than {self.max_rows} rows")
-                size += result_bytes([row])
-                if size > self.max_bytes:
-                    raise self._fail("too_large", _too_large(self.max_bytes)[2])
-            result = cursor.pgresult
-            if result is not None and result.status == 1:  # COMMAND_OK: no rows
+            # binary=True: the extended protocol, so the server parses exactly this one
+            # statement (the transaction-control check above cannot be bypassed by a second
+            # one). The result is held by libpq, inside this process's address-space cap.
+            cursor.execute(statement, binary=True)
+            if cursor.description is None:
                 return None
-            return rows
+            return _capped_rows(cursor, self.max_rows, self.max_bytes, self._fail)
         finally:
             cursor.close()
 
