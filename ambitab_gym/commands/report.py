@@ -1,7 +1,9 @@
-"""``ambitab-gym report RESULTS``: figures (paper Figure 3 a-c) and an HTML page from a results file.
+"""``ambitab-gym report RESULTS``: figures (paper Figure 3 a-c, Figure 4) and an HTML page from a
+results file.
 
-Shows every evaluate campaign of the file (or those named with ``--campaign``), one group per
-corpus; campaigns of other kinds are listed as not shown.
+Shows every evaluate and leakage campaign of the file (or those named with ``--campaign``), one
+group per corpus, the oracle-response audit's shares and an episode browser; campaigns of other
+kinds are listed as not shown.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="draw figures and an HTML page from a results file",
         description="Draw success rate (without asker, with asker, full disambiguation), "
-        "precision and recall per corpus as PNG (200 dpi) and PDF figures, and write an HTML "
-        "page with the figures and the table (mean ± SD over seeds).",
+        "precision and recall per corpus, and the leakage diagnostics with their bootstrap "
+        "intervals, as PNG (200 dpi) and PDF figures, and write one self-contained HTML page "
+        "with the figures, the tables (mean ± SD over seeds), the audited share of oracle "
+        "answers and a browser of every stored episode.",
     )
     parser.add_argument("results", metavar="RESULTS", type=Path, help="DuckDB results file")
     parser.add_argument(
@@ -44,13 +48,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-figures",
         action="store_true",
-        help="write the HTML table only (no matplotlib needed)",
+        help="write the HTML tables only (no matplotlib needed)",
+    )
+    parser.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="leave the episode browser out of the page",
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; print the table and where the files went."""
+    from ambitab_gym.diagnostics import format_leakage_table, stored_leakage_report
     from ambitab_gym.evaluation import format_table
     from ambitab_gym.evaluation.report import MissingPlotDependency, write_report
 
@@ -61,17 +71,29 @@ def run(args: argparse.Namespace) -> int:
             campaign_ids=args.campaign,
             figures=not args.no_figures,
             dpi=args.dpi,
+            leakage=stored_leakage_report,
+            browser=not args.no_browser,
         )
     except (OSError, ValueError, RuntimeError) as error:
         hint = " (or pass --no-figures)" if isinstance(error, MissingPlotDependency) else ""
         print(f"ambitab-gym report: {error}{hint}", file=sys.stderr)
         return 2
-    table = {f"{e.group} {e.label}": e.summary for e in files.entries}
-    print(format_table(table))
-    print()
+    if files.entries:
+        print(format_table({f"{e.group} {e.label}": e.summary for e in files.entries}))
+        print()
+    if files.leakage:
+        print(format_leakage_table({(e.oracle, e.dataset): e.report for e in files.leakage}))
+        print()
+    for row in files.audit:
+        print(
+            f"audit: {row['oracle']} on {row['corpus']}: {row['audited']} of {row['items']} "
+            "credited answers marked"
+        )
     for note in files.skipped:
         print(f"not shown: {note}")
-    print(f"wrote the report of {len(files.entries)} campaign(s) to {files.out_dir}:")
+    shown = len(files.entries) + len(files.leakage)
+    browsed = f", {files.episodes} episodes in the browser" if files.episodes else ""
+    print(f"wrote the report of {shown} campaign(s){browsed} to {files.out_dir}:")
     for path in (files.html, *files.figures, files.json):
         print(f"  {path}")
     return 0

@@ -1,11 +1,18 @@
-"""Figures and an HTML page from a results file (paper Figure 3 (a-c) and the Table 8 columns).
+"""Figures and an HTML page from a results file (paper Figure 3 (a-c), Table 8, Table 14 and
+Figure 4), with an episode browser and the oracle-response audit's shares.
 
+* :func:`select_campaigns` - the campaigns named by id or unique id prefix (default: all).
 * :class:`ReportEntry` - one evaluate campaign: its corpus group, series label and summary.
-* :func:`collect_entries` - the entries of a results store (evaluate campaigns only; campaigns of
+* :func:`collect_entries` - the entries of a results store (evaluate campaigns; campaigns of
   other kinds are listed as skipped).
-* :func:`plot_figures` (from :mod:`~ambitab_gym.evaluation.report_figures`) - the PNG (200 dpi)
-  and PDF figures. Needs matplotlib (``pip install 'ambitab-gym[plot]'``).
-* :func:`render_html` - a self-contained HTML page (figures embedded) with the table.
+* :class:`LeakageEntry` and :func:`collect_leakage` - the leakage campaigns, each with its
+  diagnostics (computed by a function the caller passes: the diagnostics layer sits above this
+  one, see docs/design.md).
+* :func:`plot_figures` and :func:`plot_leakage` (from
+  :mod:`~ambitab_gym.evaluation.report_figures`) - the PNG (200 dpi) and PDF figures. Need
+  matplotlib (``pip install 'ambitab-gym[plot]'``).
+* :func:`render_html` - a self-contained HTML page (figures embedded) with the tables, the audit
+  shares and the episode browser (:mod:`~ambitab_gym.evaluation.browser`).
 * :func:`write_report` - all of the above into one folder; returns :class:`ReportFiles`.
 
 The figures' conventions are in :mod:`ambitab_gym.evaluation.report_figures`.
@@ -17,17 +24,25 @@ import base64
 import html
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ambitab_gym.errors import ConfigurationError
+from ambitab_gym.evaluation.audit import AUDIT_LABELS, audit_items, audit_shares
+from ambitab_gym.evaluation.browser import (
+    campaign_label,
+    campaign_records,
+    episode_data,
+    render_browser,
+)
 from ambitab_gym.evaluation.report_figures import (
     PALETTE,
     MissingPlotDependency,
     import_matplotlib,
     plot_figures,
+    plot_leakage,
 )
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import Stat, Summary, summarize_campaign
@@ -35,12 +50,16 @@ from ambitab_gym.evaluation.summary import Stat, Summary, summarize_campaign
 __all__ = [
     "CORPUS_ORDER",
     "PALETTE",
+    "LeakageEntry",
     "MissingPlotDependency",
     "ReportEntry",
     "ReportFiles",
     "collect_entries",
+    "collect_leakage",
     "plot_figures",
+    "plot_leakage",
     "render_html",
+    "select_campaigns",
     "write_report",
 ]
 
@@ -85,8 +104,62 @@ class ReportEntry:
 
 
 @dataclass(frozen=True)
+class LeakageEntry:
+    """One leakage campaign as the report shows it (a row of paper Table 14).
+
+    Attributes:
+        campaign_id: the campaign's id.
+        oracle: the oracle under study, as labelled (``llm (qwen3-14b)``, ``leaky-sql-responder``).
+        dataset: the corpus display name (plus ``/split``).
+        report: its diagnostics: a :class:`~ambitab_gym.diagnostics.LeakageReport` (read by
+            attribute: ``diagnostics[name].interval``, ``.sd``, ``.per_seed``, ``.spec.label``).
+        config: the campaign's stored configuration; corpus: the corpus name.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> interval = NS(mean=0.05, lo=0.01, hi=0.09, units=12)
+        >>> d = NS(spec=NS(label="dJ_resp"), interval=interval, sd=0.01, per_seed={0: 0.05})
+        >>> entry = LeakageEntry("c", "llm", "Bird", NS(diagnostics={"d_j_resp": d}, episodes=8))
+        >>> entry.cells()["d_j_resp"]["lo"], entry.seeds
+        (1.0, 1)
+    """
+
+    campaign_id: str
+    oracle: str
+    dataset: str
+    report: Any
+    config: dict = field(default_factory=dict)
+    corpus: str = ""
+
+    @property
+    def seeds(self) -> int:
+        """Number of seeds with episodes."""
+        return max((len(d.per_seed) for d in self.report.diagnostics.values()), default=0)
+
+    def cells(self) -> dict[str, dict[str, Any]]:
+        """``{name: {"label", "mean", "sd", "lo", "hi", "units"}}`` in percentage points."""
+
+        def points(value: float | None) -> float | None:
+            return None if value is None else round(100.0 * value, 10) + 0.0
+
+        return {
+            name: {
+                "label": d.spec.label,
+                "mean": points(d.interval.mean),
+                "sd": points(d.sd),
+                "lo": points(d.interval.lo),
+                "hi": points(d.interval.hi),
+                "units": d.interval.units,
+            }
+            for name, d in self.report.diagnostics.items()
+        }
+
+
+@dataclass(frozen=True)
 class ReportFiles:
-    """Where a report went: the HTML page, the figures (PNG and PDF) and the JSON summary."""
+    """Where a report went: the HTML page, the figures (PNG and PDF) and the JSON summary, with
+    what was shown: evaluate entries, leakage entries, audit shares and the browser's episode
+    count."""
 
     out_dir: Path
     html: Path
@@ -94,6 +167,9 @@ class ReportFiles:
     figures: tuple[Path, ...] = ()
     entries: tuple[ReportEntry, ...] = ()
     skipped: tuple[str, ...] = ()
+    leakage: tuple[LeakageEntry, ...] = ()
+    audit: tuple[dict, ...] = ()
+    episodes: int = 0
 
 
 def _display_corpus(campaign: Mapping[str, Any]) -> str:
@@ -132,18 +208,9 @@ def _labels(campaigns: Sequence[Mapping[str, Any]]) -> list[str]:
     return labels
 
 
-def collect_entries(
-    store: ResultsStore, campaign_ids: Iterable[str] | None = None
-) -> tuple[list[ReportEntry], list[str]]:
-    """The report's entries, in corpus order, and notes on the campaigns left out.
-
-    Args:
-        store: an open results store.
-        campaign_ids: campaigns to show (ids or unique id prefixes); default every evaluate
-            campaign.
-
-    Returns:
-        ``(entries, skipped)``; ``skipped`` says which campaigns were left out and why.
+def select_campaigns(store: ResultsStore, campaign_ids: Iterable[str] | None = None) -> list[dict]:
+    """The campaigns named by id or unique id prefix, in the order given (default: every
+    campaign, oldest first).
 
     Raises:
         ValueError: an id matches no campaign, or several.
@@ -163,10 +230,43 @@ def collect_entries(
                 chosen.append(hits[0])
     else:
         chosen = every
+    return chosen
+
+
+def dataset_name(campaign: Mapping[str, Any]) -> str:
+    """A campaign's corpus as the report labels it: the display name, plus ``/split``.
+
+    >>> dataset_name({"env_id": "AmbiTab-Bird-v0", "config": {"split": "dev"}})
+    'Bird/dev'
+    """
+    split = (campaign.get("config") or {}).get("split")
+    return _display_corpus(campaign) + (f"/{split}" if split else "")
+
+
+def collect_entries(
+    store: ResultsStore, campaign_ids: Iterable[str] | None = None
+) -> tuple[list[ReportEntry], list[str]]:
+    """The report's entries, in corpus order, and notes on the campaigns left out.
+
+    Args:
+        store: an open results store.
+        campaign_ids: campaigns to show (ids or unique id prefixes); default every evaluate
+            campaign.
+
+    Returns:
+        ``(entries, skipped)``; ``skipped`` says which campaigns were left out and why.
+
+    Raises:
+        ValueError: an id matches no campaign, or several.
+    """
+    chosen = select_campaigns(store, campaign_ids)
     skipped, kept, rows = [], [], {}
     for campaign in chosen:
         if campaign["kind"] != "evaluate":
-            skipped.append(f"{campaign['campaign_id']} (kind {campaign['kind']!r}: not shown here)")
+            if campaign["kind"] != "leakage":  # leakage campaigns: collect_leakage
+                skipped.append(
+                    f"{campaign['campaign_id']} (kind {campaign['kind']!r}: not shown here)"
+                )
             continue
         episodes = store.episodes(campaign["campaign_id"])
         if not episodes:
@@ -177,8 +277,7 @@ def collect_entries(
     order = {name: i for i, name in enumerate(CORPUS_ORDER)}
     entries = []
     for campaign, label in zip(kept, _labels(kept), strict=True):
-        split = (campaign.get("config") or {}).get("split")
-        group = _display_corpus(campaign) + (f"/{split}" if split else "")
+        group = dataset_name(campaign)
         entries.append(
             ReportEntry(
                 campaign["campaign_id"],
@@ -200,6 +299,47 @@ def collect_entries(
     for i, entry in enumerate(entries):
         first.setdefault(entry.group, (order.get(entry.corpus, len(order)), i))
     entries.sort(key=lambda e: first[e.group])
+    return entries, skipped
+
+
+#: ``(store, campaign_id) -> LeakageReport``: e.g.
+#: :func:`ambitab_gym.diagnostics.stored_leakage_report` (what ``ambitab-gym report`` passes).
+LeakageFunction = Callable[[ResultsStore, str], Any]
+
+
+def collect_leakage(
+    store: ResultsStore,
+    campaigns: Sequence[Mapping[str, Any]],
+    compute: LeakageFunction,
+) -> tuple[list[LeakageEntry], list[str]]:
+    """The leakage campaigns among ``campaigns`` with episodes, in corpus order, each with its
+    diagnostics from ``compute``; and notes on those left out (no episodes, or ``compute``
+    failed)."""
+    order = {name: i for i, name in enumerate(CORPUS_ORDER)}
+    entries, skipped = [], []
+    for campaign in campaigns:
+        if campaign["kind"] != "leakage":
+            continue
+        cid = campaign["campaign_id"]
+        if not store.done_keys(cid):
+            skipped.append(f"{cid} ({campaign['corpus']}: no episodes stored)")
+            continue
+        try:
+            report = compute(store, cid)
+        except (ValueError, KeyError) as error:
+            skipped.append(f"{cid} (leakage diagnostics failed: {error})")
+            continue
+        entries.append(
+            LeakageEntry(
+                cid,
+                campaign_label(campaign, "oracle") or "deterministic",
+                dataset_name(campaign),
+                report,
+                dict(campaign.get("config") or {}),
+                campaign["corpus"],
+            )
+        )
+    entries.sort(key=lambda e: order.get(e.corpus, len(order)))
     return entries, skipped
 
 
@@ -259,40 +399,160 @@ def _tds(cells: Iterable[Any], left: int) -> str:
     return "".join(tds)
 
 
+def _leakage_cell(cell: Mapping[str, Any]) -> str:
+    if cell["mean"] is None:
+        return '<td data-mean="">&ndash;</td>'
+    attrs = " ".join(f'data-{key}="{cell[key]!r}"' for key in ("mean", "sd", "lo", "hi", "units"))
+    text = f"{cell['mean']:.2f} ± {cell['sd'] or 0.0:.2f}"
+    if cell["lo"] is not None and cell["hi"] is not None:
+        text += f'<br><span class="ci">[{cell["lo"]:.2f}, {cell["hi"]:.2f}] · {cell["units"]} cl.</span>'
+    return f"<td {attrs}>{text}</td>"
+
+
+def _figure(path: Path, alt: str, caption: str, links: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (
+        f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{caption}<br>Files: {links}</figcaption></figure>"
+    )
+
+
+_LEAKAGE_CAPTION = (
+    "Leakage diagnostics in percentage points, like paper Figure 4: the point is the estimate "
+    "pooled over seeds, the bar its paired 95% AVT-cluster bootstrap interval; the line marks 0. "
+    "Under the reference oracle dJ_resp, dJ_full and dRec_none are 0 by definition, and "
+    "dRec_spec^Q is the reference recall of the specification-randomized asker."
+)
+_LEAKAGE_NOTE = (
+    "Percentage points: mean &plusmn; sample SD over seeds (paper Table 14), then the 95% "
+    "percentile bootstrap interval of the estimate pooled over seeds and the number of AVT "
+    "clusters resampled (for dRec_spec^Q, AVTs linked by a shared replacement form one cluster; "
+    "few clusters make a narrow interval that says little). Check: Definition 7 on the "
+    "reference runs (full<sup>adv</sup> recall and precision 100, none<sup>adv</sup> recall 0)."
+)
+_AUDIT_NOTE = (
+    "Distinct oracle answers credited for an ambiguity in the campaigns shown, and how many of "
+    "them a person has marked with <code>ambitab-gym audit</code>; the mark shares are over the "
+    "audited answers."
+)
+
+
+def _leakage_section(leakage: Sequence[LeakageEntry], by_name: Mapping[str, Path]) -> list[str]:
+    esc = html.escape
+    parts = ["<h2>Leakage diagnostics</h2>"]
+    if "leakage.png" in by_name:
+        links = " ".join(
+            f'<a href="{esc(n)}">{esc(n)}</a>' for n in sorted(by_name) if n.startswith("leakage")
+        )
+        parts.append(
+            _figure(
+                by_name["leakage.png"], "Leakage diagnostics per corpus", _LEAKAGE_CAPTION, links
+            )
+        )
+    labels = [cell["label"] for cell in leakage[0].cells().values()]
+    heads = "".join(f"<th>{esc(label)}</th>" for label in labels)
+    parts.append(
+        '<table id="leakage"><thead><tr><th class="l">Oracle</th><th class="l">Dataset</th>'
+        f"<th>Seeds</th><th>Episodes</th>{heads}<th>Check</th></tr></thead><tbody>"
+    )
+    for e in leakage:
+        ok = getattr(e.report, "reference_ok", None)
+        check = "not run" if ok is None else ("ok" if ok else "FAILED")
+        cells = "".join(_leakage_cell(c) for c in e.cells().values())
+        head = _tds((e.oracle, e.dataset, e.seeds, e.report.episodes), 2)
+        parts.append(f'<tr data-campaign="{esc(e.campaign_id)}">{head}{cells}<td>{check}</td></tr>')
+    parts += ["</tbody></table>", f'<p class="note">{_LEAKAGE_NOTE}</p>']
+    return parts
+
+
+def _audit_section(audit: Sequence[Mapping[str, Any]]) -> list[str]:
+    def share(value: float | None) -> str:
+        return "&ndash;" if value is None else f"{100 * value:.1f}%"
+
+    heads = ("Oracle", "Corpus", "Answers", "Audited", *AUDIT_LABELS.values())
+    parts = [
+        "<h2>Oracle-response audit</h2>",
+        '<table id="audit"><thead><tr>'
+        + "".join(f'<th class="{"l" if i < 2 else ""}">{h}</th>' for i, h in enumerate(heads))
+        + "</tr></thead><tbody>",
+    ]
+    for row in audit:
+        head = _tds((row["oracle"], row["corpus"], row["items"]), 2)
+        audited = f'<td data-share="{row["share"]!r}">{row["audited"]} ({share(row["share"])})</td>'
+        marks = "".join(
+            f'<td data-mark="{m}" data-count="{row[m]}">{row[m]} ({share(row[m + "_share"])})</td>'
+            for m in AUDIT_LABELS
+        )
+        parts.append(f"<tr>{head}{audited}{marks}</tr>")
+    parts += ["</tbody></table>", f'<p class="note">{_AUDIT_NOTE}</p>']
+    return parts
+
+
 def render_html(
     entries: Sequence[ReportEntry],
     figures: Sequence[Path] = (),
     *,
     source: str = "",
     skipped: Sequence[str] = (),
+    leakage: Sequence[LeakageEntry] = (),
+    audit: Sequence[Mapping[str, Any]] = (),
+    browser: str = "",
 ) -> str:
-    """The report page: the combined figure (embedded as base64 PNG) and the table.
+    """The report page: the combined figure (embedded as base64 PNG) and the table; the leakage
+    figure and table; the audit shares; the episode browser.
 
     Args:
         entries: what :func:`collect_entries` returned.
-        figures: the figure files (``figure3.png`` is embedded; all are linked relatively).
+        figures: the figure files (``figure3.png`` and ``leakage.png`` are embedded; all are
+            linked relatively).
         source: the results file, for the heading.
         skipped: notes on campaigns left out.
+        leakage: what :func:`collect_leakage` returned.
+        audit: :func:`~ambitab_gym.evaluation.audit.audit_shares` rows.
+        browser: the browser's HTML section (:func:`~ambitab_gym.evaluation.browser.render_browser`).
 
     Returns:
-        The HTML text. Each figure cell carries ``data-mean`` and ``data-sd`` (rates in [0, 1]).
+        The HTML text. Each figure cell carries ``data-mean`` and ``data-sd`` (rates in [0, 1]);
+        each leakage cell ``data-mean``, ``data-sd``, ``data-lo``, ``data-hi`` (points) and
+        ``data-units`` (clusters).
     """
     esc = html.escape
+    count = len(entries) + len(leakage)
     parts = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>ambitab-gym report</title><style>{_CSS}</style></head><body>",
         "<h1>ambitab-gym evaluation report</h1>",
-        f'<p class="note">Results file <code>{esc(source)}</code>: {len(entries)} campaign(s).</p>',
+        f'<p class="note">Results file <code>{esc(source)}</code>: {count} campaign(s).</p>',
     ]
     by_name = {p.name: p for p in figures}
     if "figure3.png" in by_name:
-        data = base64.b64encode(by_name["figure3.png"].read_bytes()).decode("ascii")
-        links = " ".join(f'<a href="{esc(name)}">{esc(name)}</a>' for name in sorted(by_name))
-        parts.append(
-            '<figure><img alt="Success rate, precision and recall per corpus" '
-            f'src="data:image/png;base64,{data}"><figcaption>{_CAPTION}<br>Files: {links}'
-            "</figcaption></figure>"
+        links = " ".join(
+            f'<a href="{esc(n)}">{esc(n)}</a>' for n in sorted(by_name) if not n.startswith("leak")
         )
+        parts.append(
+            _figure(
+                by_name["figure3.png"],
+                "Success rate, precision and recall per corpus",
+                _CAPTION,
+                links,
+            )
+        )
+    if entries:
+        parts += _summary_tables(entries)
+    if leakage:
+        parts += _leakage_section(leakage, by_name)
+    if audit:
+        parts += _audit_section(audit)
+    if browser:
+        parts.append(browser)
+    if skipped:
+        items = "".join(f"<li>{esc(s)}</li>" for s in skipped)
+        parts.append(f'<p class="note">Not shown:</p><ul class="note">{items}</ul>')
+    return "\n".join([*parts, "</body></html>"]) + "\n"
+
+
+def _summary_tables(entries: Sequence[ReportEntry]) -> list[str]:
+    esc = html.escape
     groups = list(dict.fromkeys(group for group, _, _ in _COLUMNS))
     spans = "".join(
         f"<th colspan={sum(g == group for g, _, _ in _COLUMNS)}>{esc(group)}</th>"
@@ -302,7 +562,7 @@ def render_html(
         f'<th rowspan=2 class="{c}">{n}</th>'
         for n, c in (("Corpus", "l"), ("Setting", "l"), ("Seeds", ""), ("Episodes", ""))
     )
-    parts += [
+    parts = [
         "<h2>Success rate and asking quality</h2>",
         f'<table id="summary"><thead><tr>{fixed}{spans}</tr><tr>',
         "".join(f"<th>{esc(name)}</th>" for _, name, _ in _COLUMNS) + "</tr></thead><tbody>",
@@ -328,10 +588,7 @@ def render_html(
         cells = (e.campaign_id, e.group, *(c.get(k, "") for k in keys), c.get("split") or "all")
         parts.append(f"<tr>{_tds((*cells, errors), 6)}</tr>")
     parts.append("</tbody></table>")
-    if skipped:
-        items = "".join(f"<li>{esc(s)}</li>" for s in skipped)
-        parts.append(f'<p class="note">Not shown:</p><ul class="note">{items}</ul>')
-    return "\n".join([*parts, "</body></html>"]) + "\n"
+    return parts
 
 
 def write_report(
@@ -341,22 +598,29 @@ def write_report(
     campaign_ids: Iterable[str] | None = None,
     figures: bool = True,
     dpi: int = 200,
+    leakage: LeakageFunction | None = None,
+    browser: bool = True,
 ) -> ReportFiles:
     """Write figures, ``report.html`` and ``report.json`` for a results file.
 
     Args:
         results: the DuckDB results file.
         out_dir: where to write (default: ``<results stem>-report`` next to the file).
-        campaign_ids: campaigns to show (default: every evaluate campaign).
-        figures: draw the figures (needs matplotlib); without, the page has the table only.
+        campaign_ids: campaigns to show (default: every campaign with episodes).
+        figures: draw the figures (needs matplotlib); without, the page has the tables only.
         dpi: PNG resolution.
+        leakage: how to compute a leakage campaign's diagnostics,
+            ``(store, campaign_id) -> LeakageReport`` - pass
+            :func:`ambitab_gym.diagnostics.stored_leakage_report` (``ambitab-gym report`` does).
+            None leaves leakage campaigns out (listed as not shown).
+        browser: add the episode browser (every stored episode of the campaigns shown).
 
     Returns:
         The paths written, the entries shown and the campaigns left out.
 
     Raises:
         FileNotFoundError: the results file does not exist.
-        ValueError: no evaluate campaign with episodes to show, or an unknown campaign id.
+        ValueError: no campaign with episodes to show, or an unknown campaign id.
         MissingPlotDependency: ``figures`` is true and matplotlib is missing.
     """
     results = Path(results)
@@ -367,22 +631,84 @@ def write_report(
     out = Path(out_dir) if out_dir is not None else results.with_name(results.stem + "-report")
     with ResultsStore(results) as store:
         entries, skipped = collect_entries(store, campaign_ids)
-    if not entries:
-        notes = "; ".join(skipped) or "the file holds no campaigns"
-        raise ConfigurationError(
-            f"nothing to report in {results}: no evaluate campaign with episodes ({notes})"
-        )
+        chosen = select_campaigns(store, campaign_ids)
+        leaks: list[LeakageEntry] = []
+        if leakage is not None:
+            leaks, notes = collect_leakage(store, chosen, leakage)
+            skipped += notes
+        else:
+            skipped += [
+                f"{c['campaign_id']} (kind 'leakage': pass leakage=stored_leakage_report)"
+                for c in chosen
+                if c["kind"] == "leakage"
+            ]
+        shown_ids = {e.campaign_id for e in entries} | {e.campaign_id for e in leaks}
+        shown = [c for c in chosen if c["campaign_id"] in shown_ids]
+        if not shown:
+            notes = "; ".join(skipped) or "the file holds no campaigns"
+            raise ConfigurationError(
+                f"nothing to report in {results}: no evaluate or leakage campaign with episodes "
+                f"({notes})"
+            )
+        episodes = {c["campaign_id"]: store.episodes(c["campaign_id"]) for c in shown}
+        marks = store.audit_marks()
     if figures:
         import_matplotlib()  # fail before writing anything
+    records, notes = campaign_records(shown)
+    skipped += notes
+    names = {c["campaign_id"]: dataset_name(c) for c in shown}
+    items = audit_items(shown, episodes, records, corpus_names=names)
+    audit = audit_shares(items, marks)
+    section = ""
+    count = sum(len(rows) for rows in episodes.values())
+    if browser:
+        section = render_browser(episode_data(shown, episodes, records, corpus_names=names))
     out.mkdir(parents=True, exist_ok=True)
-    paths = plot_figures(entries, out, dpi=dpi) if figures else []
+    paths: list[Path] = []
+    if figures and entries:
+        paths += plot_figures(entries, out, dpi=dpi)
+    if figures and leaks:
+        paths += plot_leakage(leaks, out, dpi=dpi)
     page = out / "report.html"
-    page.write_text(render_html(entries, paths, source=str(results), skipped=skipped), "utf-8")
+    page.write_text(
+        render_html(
+            entries,
+            paths,
+            source=str(results),
+            skipped=skipped,
+            leakage=leaks,
+            audit=audit,
+            browser=section,
+        ),
+        "utf-8",
+    )
     rows = [
         {"campaign_id": e.campaign_id, "group": e.group, "label": e.label, "corpus": e.corpus}
         | e.summary.to_json()
         for e in entries
     ]
+    rows += [
+        {
+            "campaign_id": e.campaign_id,
+            "kind": "leakage",
+            "oracle": e.oracle,
+            "group": e.dataset,
+            "corpus": e.corpus,
+            "diagnostics": e.cells(),
+            "reference_ok": getattr(e.report, "reference_ok", None),
+        }
+        for e in leaks
+    ]
     summary = out / "report.json"
     summary.write_text(json.dumps(rows, indent=2) + "\n", "utf-8")
-    return ReportFiles(out, page, summary, tuple(paths), tuple(entries), tuple(skipped))
+    return ReportFiles(
+        out,
+        page,
+        summary,
+        tuple(paths),
+        tuple(entries),
+        tuple(skipped),
+        tuple(leaks),
+        tuple(audit),
+        count if browser else 0,
+    )

@@ -1,15 +1,17 @@
-"""The report's figures in the style of paper Figure 3 (a-c), drawn with matplotlib.
+"""The report's figures in the style of paper Figure 3 (a-c) and Figure 4, drawn with matplotlib.
 
 * :func:`plot_figures` - success rate, precision and recall per corpus (and the three panels
   combined) as PNG and PDF.
+* :func:`plot_leakage` - the four leakage diagnostics per corpus and oracle with their
+  bootstrap intervals (paper Figure 4's interval plot) as PNG and PDF.
 * :func:`import_matplotlib` - matplotlib, imported lazily; :class:`MissingPlotDependency` when
   it is not installed (``pip install 'ambitab-gym[plot]'``).
 
 Conventions (paper Figure 3, C.2, C.3): one group per corpus (and split), one slot per campaign
-setting. Success rate: a pale bar for SR without disambiguation, a solid bar for SR with the
-evaluated asker, a black line for SR with full disambiguation, and the signed gap J_full -
-J_asker hatched between the asker bar and the line (back-hatched when the asker is above full),
-its value in points above the slot. Precision and recall: the bar hatched up to the 100%
+setting. Success rate: in each slot a pale bar for SR without disambiguation and, beside it, a
+solid bar for SR with the evaluated asker; a black line across the slot for SR with full
+disambiguation, and the signed gap J_full - J_asker hatched between the asker bar and the line
+(back-hatched when the asker is above full), its value in points above the slot. Precision and recall: the bar hatched up to the 100%
 reference. Error bars: sample SD over seeds. Colours: the Okabe-Ito palette.
 """
 
@@ -23,9 +25,9 @@ from ambitab_gym.errors import MissingDependency
 from ambitab_gym.evaluation.summary import Stat
 
 if TYPE_CHECKING:
-    from ambitab_gym.evaluation.report import ReportEntry
+    from ambitab_gym.evaluation.report import LeakageEntry, ReportEntry
 
-__all__ = ["PALETTE", "MissingPlotDependency", "import_matplotlib", "plot_figures"]
+__all__ = ["PALETTE", "MissingPlotDependency", "import_matplotlib", "plot_figures", "plot_leakage"]
 
 #: Okabe-Ito colours (distinguishable with the common colour-vision deficiencies).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
@@ -113,20 +115,25 @@ def _hatched(ax, x, bottom, height, width, colour, pattern=_GAP) -> None:
 
 
 def _draw_success(ax, entries: Sequence[ReportEntry], layout: _Layout) -> bool:
-    """Panel (a); returns whether some asker is above full (a negative gap)."""
+    """Panel (a); returns whether some asker is above full (a negative gap).
+
+    Each slot holds two bars side by side - pale (no disambiguation) left, solid (asker)
+    right - under one black line (full disambiguation) that spans the slot."""
     w, negative = layout.slot * 0.86, False
+    half = w / 2
     for e in entries:
         x, colour = layout.x(e), layout.colours[e.label]
         none, ask, full = (_pct(e.summary.sr[c]) for c in ("none", "asker", "full"))
+        left, right = x - half / 2, x + half / 2
         if none:
-            ax.bar(x, none[0], w, color=_pale(colour), linewidth=0, zorder=1)
-            _err(ax, x - w * 0.37, none)
+            ax.bar(left, none[0], half * 0.94, color=_pale(colour), linewidth=0, zorder=1)
+            _err(ax, left, none)
         if ask:
-            ax.bar(x, ask[0], w * 0.5, color=colour, linewidth=0, zorder=2)
-            _err(ax, x, ask)
+            ax.bar(right, ask[0], half * 0.94, color=colour, linewidth=0, zorder=2)
+            _err(ax, right, ask)
         if full:
-            ax.hlines(full[0], x - w / 2, x + w / 2, color="black", linewidth=1.4, zorder=3)
-            _err(ax, x + w * 0.37, full)
+            ax.hlines(full[0], x - half, x + half, color="black", linewidth=1.4, zorder=3)
+            _err(ax, x, full)
         if not (ask and full):
             continue
         low, high = sorted((ask[0], full[0]))
@@ -135,10 +142,10 @@ def _draw_success(ax, entries: Sequence[ReportEntry], layout: _Layout) -> bool:
             negative |= over
             _hatched(
                 ax,
-                x,
+                right,
                 low,
                 high - low,
-                w * 0.5,
+                half * 0.94,
                 "#444444" if over else colour,
                 _OVER if over else _GAP,
             )
@@ -276,4 +283,109 @@ def plot_figures(
                 meta = {"CreationDate": None} if suffix == "pdf" else {"Software": None}
                 fig.savefig(path, dpi=dpi, metadata=meta)
                 paths.append(path)
+    return paths
+
+
+#: Axis titles of the leakage diagnostics (paper notation).
+_LEAK_TITLES = {
+    "d_j_resp": r"$\Delta J_{\mathrm{resp}}$",
+    "d_rec_spec": r"$\Delta \mathrm{Rec}^{Q}_{\mathrm{spec}}$",
+    "d_j_full": r"$\Delta J_{\mathrm{full}}$",
+    "d_rec_none": r"$\Delta \mathrm{Rec}_{\mathrm{none}}$",
+}
+
+
+def plot_leakage(
+    entries: Sequence[LeakageEntry], out_dir: str | Path, *, dpi: int = 200
+) -> list[Path]:
+    """Draw ``leakage.png`` (``dpi``) and ``leakage.pdf``: one panel per diagnostic, one group
+    per dataset, one marker per oracle at the estimate with its 95% AVT-cluster bootstrap
+    interval as the error bar, and a line at 0 (paper Figure 4's style). Points.
+
+    Raises:
+        MissingPlotDependency: matplotlib is not installed.
+        ValueError: there is nothing to plot.
+    """
+    if not entries:
+        raise ValueError("no leakage campaigns to plot")
+    matplotlib, Figure = import_matplotlib()
+    from matplotlib.lines import Line2D
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    groups = list(dict.fromkeys(e.dataset for e in entries))
+    oracles = list(dict.fromkeys(e.oracle for e in entries))
+    colours = {o: PALETTE[i % len(PALETTE)] for i, o in enumerate(oracles)}
+    markers = "osD^vP"
+    slot = 0.7 / len(oracles)
+    names = list(entries[0].cells())
+    wide = min(9.0, max(4.6, 1.8 + 0.55 * len(groups) * len(oracles) ** 0.5))
+    paths: list[Path] = []
+    with matplotlib.rc_context(_STYLE):
+        fig = Figure(figsize=(wide, 5.0), layout="constrained")
+        axes = fig.subplots(2, 2, sharex=True).ravel()
+        for letter, name, ax in zip("abcd", names, axes, strict=False):
+            ax.axhline(0, color="#555555", linewidth=0.8, zorder=1)
+            for e in entries:
+                cell = e.cells()[name]
+                i = oracles.index(e.oracle)
+                x = groups.index(e.dataset) + (i - (len(oracles) - 1) / 2) * slot
+                if cell["mean"] is None:
+                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6.5)
+                    continue
+                lo = cell["lo"] if cell["lo"] is not None else cell["mean"]
+                hi = cell["hi"] if cell["hi"] is not None else cell["mean"]
+                ax.errorbar(
+                    x,
+                    cell["mean"],
+                    yerr=[[max(cell["mean"] - lo, 0.0)], [max(hi - cell["mean"], 0.0)]],
+                    fmt=markers[i % len(markers)],
+                    color=colours[e.oracle],
+                    markersize=4.5,
+                    elinewidth=1.0,
+                    capsize=2.5,
+                    zorder=3,
+                )
+            label = _LEAK_TITLES.get(name, name)
+            ax.set_title(f"({letter}) {label}", loc="left", fontweight="bold")
+            ax.set_ylabel("points")
+            ax.set_xticks(range(len(groups)))
+            ax.set_xticklabels(
+                groups,
+                rotation=30 if len(groups) > 3 else 0,
+                ha="right" if len(groups) > 3 else "center",
+                rotation_mode="anchor",
+            )
+            ax.tick_params(axis="x", length=0)
+            n = len(groups)
+            half = max(n, 2) / 2 + 0.05
+            ax.set_xlim((n - 1) / 2 - half, (n - 1) / 2 + half)
+            ax.yaxis.grid(True, color="#e0e0e0", linewidth=0.6)
+            ax.set_axisbelow(True)
+            low, high = ax.get_ylim()
+            if high - low < 2:  # all near zero: keep a readable scale
+                ax.set_ylim(min(low, -1), max(high, 1))
+        handles = [
+            Line2D(
+                [],
+                [],
+                color=colours[o],
+                marker=markers[i % len(markers)],
+                linestyle="none",
+                label=o,
+            )
+            for i, o in enumerate(oracles)
+        ]
+        handles.append(Line2D([], [], color="#333333", label="95% AVT-cluster bootstrap interval"))
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            frameon=False,
+            ncol=min(len(handles), 3),
+        )
+        for suffix in ("png", "pdf"):
+            path = out / f"leakage.{suffix}"
+            meta = {"CreationDate": None} if suffix == "pdf" else {"Software": None}
+            fig.savefig(path, dpi=dpi, metadata=meta)
+            paths.append(path)
     return paths
