@@ -13,6 +13,14 @@ The ``sqlite_worker`` row runs the same SQLite queries through the engine's work
 path a statement outside the in-process fast path takes), to show what a process round trip per
 query would cost.
 
+The write rows (``sqlite_write``, ``duckdb_write``, ``postgres_write``) verify a write task
+(``CREATE TABLE ... AS``, ``INSERT``, ``UPDATE``, ``DELETE`` and a test case that counts the
+rows) on the same databases: each verification makes a private scratch copy (SQLite: the file's
+bytes deserialized into memory; DuckDB: an in-memory database filled by ``COPY FROM DATABASE``;
+PostgreSQL: a database cloned from the template, dropped afterwards) in the task worker. Bare is
+the same statements and the test's query on a plain connection inside a transaction that is
+rolled back (SQLite and DuckDB on a copy of the file).
+
 ``--hostile`` instead times statements whose cost lies inside one built-in function call (no
 interrupt reaches them) from submission to verdict, under ``Limits(timeout_s=--timeout)``, plus
 each statement's bare duration on a plain connection (``--bare``; capped at 60 s).
@@ -140,7 +148,112 @@ def _duckdb(n: int, repeats: int) -> dict:
         verifier.close()
 
 
-def _postgres(n: int, repeats: int) -> dict | None:
+WRITE_SQL = [
+    "CREATE TABLE ambitab_bench AS SELECT 1 AS x",
+    "INSERT INTO ambitab_bench VALUES (2)",
+    "UPDATE ambitab_bench SET x = x + 1",
+    "DELETE FROM ambitab_bench WHERE x = 3",
+]
+WRITE_CHECK = "SELECT count(*) FROM ambitab_bench"
+WRITE_TEST = f"""
+def test_case(pred_sqls, sol_sqls, db_name, conn):
+    rows, error, timeout = execute_queries("{WRITE_CHECK}", db_name, conn)
+    assert rows == [(1,)], rows
+"""
+
+
+def _write_record(corpus_name: str, database: str, engine: str):
+    from ambitab_gym.records import parse_record
+
+    return parse_record(
+        {
+            "id": f"bench-write-{engine}",
+            "avt_id": "bench-write",
+            "corpus": corpus_name,
+            "spec": {"request": "bench", "database": database},
+            "verification": {
+                "engine": engine,
+                "database": database,
+                "reference_sql": ";\n".join(WRITE_SQL),
+                "test_cases": [WRITE_TEST],
+            },
+        }
+    )
+
+
+def _measure_write(record, bare_run, verifier, repeats: int) -> dict:
+    sql = record.verification.reference_sql
+    verdict = verifier.verify(record, sql)
+    assert verdict.success, verdict  # warm: worker up, the record's own solution checked
+    bare_run()
+    bare, verified = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        bare_run()
+        bare.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        verifier.verify(record, sql)
+        verified.append(time.perf_counter() - start)
+    bare_ms, verify_ms = statistics.median(bare) * 1e3, statistics.median(verified) * 1e3
+    return {
+        "queries": 1,
+        "bare_ms": round(bare_ms, 3),
+        "verify_ms": round(verify_ms, 3),
+        "overhead_ms": round(verify_ms - bare_ms, 3),
+        "ratio": round(verify_ms / bare_ms, 2),
+    }
+
+
+def _bare_writes(run) -> None:
+    run("BEGIN")
+    for statement in WRITE_SQL:
+        run(statement)
+    run(WRITE_CHECK)
+    run("ROLLBACK")
+
+
+def _sqlite_write(n: int, repeats: int) -> dict:
+    corpus = load_corpus("bird")
+    database = corpus.records[0].verification.database
+    path = Path(corpus.database_file(database, "sqlite"))
+    copy = Path(tempfile.mkdtemp()) / path.name
+    copy.write_bytes(path.read_bytes())
+    connection = sqlite3.connect(copy, isolation_level=None)
+
+    def bare():
+        _bare_writes(lambda sql: connection.execute(sql).fetchall())
+
+    verifier = Verifier(corpus.open_engine)
+    try:
+        figures = _measure_write(_write_record("bird", database, "sqlite"), bare, verifier, repeats)
+        return figures | {"database_mb": round(path.stat().st_size / 2**20, 2)}
+    finally:
+        verifier.close()
+        connection.close()
+
+
+def _duckdb_write(n: int, repeats: int) -> dict:
+    corpus = load_corpus("bird_interact")
+    database = corpus.records[0].verification.database
+    path = Path(corpus.database_file(database, "duckdb"))
+    copy = Path(tempfile.mkdtemp()) / path.name
+    copy.write_bytes(path.read_bytes())
+    connection = duckdb.connect(str(copy), config={"threads": 1})
+
+    def bare():
+        _bare_writes(lambda sql: connection.execute(sql).fetchall())
+
+    verifier = Verifier(corpus.open_engine)
+    try:
+        record = _write_record("bird_interact", database, "duckdb")
+        figures = _measure_write(record, bare, verifier, repeats)
+        return figures | {"database_mb": round(path.stat().st_size / 2**20, 2)}
+    finally:
+        verifier.close()
+        connection.close()
+
+
+def _postgres(n: int, repeats: int, *, write: bool = False) -> dict | None:
     try:
         from postgres_cluster import PostgresCluster, PostgresUnavailable
     except ImportError:
@@ -170,13 +283,36 @@ def _postgres(n: int, repeats: int) -> dict | None:
 
         verifier = Verifier(pg_corpus.open_engine)
         try:
-            return _measure(records, bare, verifier, repeats)
+            figures = {"postgres": _measure(records, bare, verifier, repeats)}
         finally:
             verifier.close()
             for connection in connections.values():
                 connection.close()
+        if write:
+            figures["postgres_write"] = _postgres_write(cluster, corpus, reader, repeats)
+        return figures
     finally:
         cluster.stop()
+
+
+def _postgres_write(cluster, corpus, reader: str, repeats: int) -> dict:
+    database = corpus.records[0].verification.database
+    options = {"dsn": reader, "admin_dsn": cluster.dsn()}
+    pg_corpus = load_corpus("bird_interact", engine_override="postgres", options=options)
+    connection = psycopg.connect(
+        cluster.dsn(database_name(corpus.name, database)), autocommit=True, prepare_threshold=None
+    )
+
+    def bare():
+        _bare_writes(lambda sql: connection.execute(sql))
+
+    verifier = Verifier(pg_corpus.open_engine)
+    try:
+        record = _write_record("bird_interact", database, "postgres")
+        return _measure_write(record, bare, verifier, repeats)
+    finally:
+        verifier.close()
+        connection.close()
 
 
 _MILLION_A = "printf('%.*c', 999990, 'a')"
@@ -254,7 +390,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument(
         "--engines",
-        default="sqlite,sqlite_worker,duckdb,postgres",
+        default="sqlite,sqlite_worker,duckdb,postgres,sqlite_write,duckdb_write,postgres_write",
         help="comma-separated rows to measure",
     )
     parser.add_argument("--hostile", action="store_true", help="time hostile statements instead")
@@ -264,19 +400,26 @@ def main() -> None:
     if args.hostile:
         print(json.dumps(_hostile(args.timeout, args.bare)))
         return
-    rows = {"sqlite": _sqlite, "sqlite_worker": _sqlite_worker, "duckdb": _duckdb}
+    rows = {
+        "sqlite": _sqlite,
+        "sqlite_worker": _sqlite_worker,
+        "duckdb": _duckdb,
+        "sqlite_write": _sqlite_write,
+        "duckdb_write": _duckdb_write,
+    }
     wanted = args.engines.split(",")
     results = {
         name: measure(args.queries, args.repeats)
         for name, measure in rows.items()
         if name in wanted
     }
-    postgres = _postgres(args.queries, args.repeats) if "postgres" in wanted else None
-    if postgres is not None:
-        results["postgres"] = postgres
+    if "postgres" in wanted or "postgres_write" in wanted:
+        postgres = _postgres(args.queries, args.repeats, write="postgres_write" in wanted)
+        if postgres is not None:
+            results.update({name: figures for name, figures in postgres.items() if name in wanted})
     for engine, figures in results.items():
         print(
-            f"{engine:9s} {figures['queries']} queries: bare {figures['bare_ms']:.2f} ms, "
+            f"{engine:14s} {figures['queries']} queries: bare {figures['bare_ms']:.2f} ms, "
             f"verify {figures['verify_ms']:.2f} ms, overhead {figures['overhead_ms']:.3f} ms/query, "
             f"ratio {figures['ratio']:.2f}"
         )
