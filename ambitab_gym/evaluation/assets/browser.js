@@ -311,6 +311,7 @@
   };
   window.ambitabBrowser = api;
   apply();
-  api.loadMs = performance.now() - t0;
+  api.loadMs = performance.now() - t0; // parse the data, build the filters, draw
+  api.readyAt = performance.now(); // since navigation start
   api.ready = true;
 })();
