@@ -1,5 +1,8 @@
 """Single-reading AVTs: the offline solver returns only the reading the dialogue revealed.
 
+Also the bundled BIRD-Interact sample, shaped like upstream: a third of its AVTs hold one
+reading, and its Management tasks carry upstream-style test cases that the verifier runs.
+
 The built EW-Bird, BIRD-Interact and TACO corpora store one record per AVT. Before issue 14 the
 InterpretationSolver returned that record's SQL whatever the dialogue said, so SR_none = SR_full
 = 100 %, the asking gain was 0 and no leakage diagnostic could move. These tests build a corpus
@@ -17,12 +20,15 @@ import pytest
 from tiny_corpus import SQL
 
 from ambitab_gym.cli import main
-from ambitab_gym.corpora import Corpus
+from ambitab_gym.corpora import Corpus, load_corpus
 from ambitab_gym.diagnostics import LeakageConfig, run_leakage
 from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
 from ambitab_gym.policies.interpretation import NOT_REVEALED, InterpretationSolver
 from ambitab_gym.trajectory import DialogueTurn, PublicView
+from ambitab_gym.validate import validate_corpus
 from ambitab_gym.verify import Verifier
+from ambitab_gym.verify.taskrun import split_statements
+from ambitab_gym.verify.verifier import is_write_task
 
 RESP = ("asker:actual", "asker:hybrid")
 
@@ -255,3 +261,90 @@ def test_reference_oracle_leaks_nothing_on_single_readings(folder, tmp_path):
     with ResultsStore(tmp_path / "z.duckdb") as store:
         report = run_leakage(config, store, progress=False, resamples=200)
     assert report.to_json()["d_j_resp"] == {"mean": 0.0, "lo": 0.0, "hi": 0.0}
+
+
+# -- the bundled BIRD-Interact sample: single readings and Management tasks as upstream has them
+
+
+WRONG_UPDATES = {  # a plausible but wrong solution of each bundled Management task
+    # a 50 % on-time threshold instead of 80 %: supplier 1 (69 % on time) stays preferred
+    "bird_interact-0041": "UPDATE suppliers SET is_preferred = FALSE WHERE supplier_id IN ("
+    "SELECT supplier_id FROM purchase_orders WHERE received_date IS NOT NULL "
+    "GROUP BY supplier_id "
+    "HAVING AVG(CASE WHEN received_date <= expected_date THEN 1.0 ELSE 0.0 END) < 0.5)",
+    # every A/B observation counts, and idle telescopes drop out of the view
+    "bird_interact-0042": "CREATE VIEW vw_telescope_workload AS SELECT t.name, "
+    "COUNT(*) AS usable_observations FROM telescopes t JOIN observations o "
+    "ON o.telescope_id = t.telescope_id WHERE o.quality_flag IN ('A', 'B') "
+    "GROUP BY t.telescope_id, t.name",
+    # total damage instead of damage per minute
+    "bird_interact-0043": "ALTER TABLE player_match_stats ADD COLUMN dpm DOUBLE PRECISION; "
+    "UPDATE player_match_stats SET dpm = damage_dealt",
+    # every cancelled order, not only those placed before 2024
+    "bird_interact-0044": "UPDATE purchase_orders SET status = 'Archived' "
+    "WHERE status = 'Cancelled'; DELETE FROM po_lines WHERE po_id IN "
+    "(SELECT po_id FROM purchase_orders WHERE status = 'Archived')",
+}
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    corpus = load_corpus("bird_interact")
+    verifier = Verifier(corpus.open_engine)
+    yield corpus, verifier
+    verifier.close()
+
+
+def test_bundled_sample_validates_and_a_third_of_its_avts_are_single_readings(bundled):
+    corpus, _ = bundled
+    assert validate_corpus(corpus) == []
+    single = [a for a, records in corpus.avts.items() if len(records) == 1 and records[0].m >= 1]
+    assert 3 * len(single) >= len(corpus.avts), (len(single), len(corpus.avts))
+    counts = corpus.manifest.model_extra["counts"]
+    assert counts["single_reading_avts"] == len(single)
+    assert counts["management_tasks"] == len(WRONG_UPDATES)
+
+
+def test_bundled_management_tasks_are_upstream_shaped(bundled):
+    corpus, _ = bundled
+    tasks = [r for r in corpus.records if r.source.get("category") == "Management"]
+    assert sorted(r.id for r in tasks) == sorted(WRONG_UPDATES)
+    for record in tasks:
+        assert is_write_task(record) and record.m >= 1 and len(corpus.siblings(record)) == 1
+        assert record.source["conditions"] == {"decimal": -1, "distinct": False}
+        (test,) = record.verification.test_cases
+        assert test.startswith("\ndef test_case(pred_sqls, sol_sqls, db_name, conn):\n")
+        assert "execute_queries(" in test
+    # snapshots taken by preprocess_sql and dropped by clean-up, where a test needs the state
+    # from before the update; multi-statement solutions
+    with_snapshot = {r.id for r in tasks if r.verification.preprocess_sql}
+    assert with_snapshot == {"bird_interact-0041", "bird_interact-0044"}
+    assert all(r.verification.cleanup_sql for r in tasks if r.id in with_snapshot)
+    several = {r.id for r in tasks if len(split_statements(r.verification.reference_sql)) > 1}
+    assert several == {"bird_interact-0043", "bird_interact-0044"}
+
+
+@pytest.mark.parametrize("record_id", sorted(WRONG_UPDATES))
+def test_bundled_management_solution_passes_and_a_wrong_update_fails(bundled, record_id):
+    corpus, verifier = bundled
+    record = corpus.record(record_id)
+    own = verifier.verify(record, record.verification.reference_sql)
+    assert (own.success, own.reason) == (True, "match"), own
+    wrong = verifier.verify(record, WRONG_UPDATES[record_id])
+    assert (wrong.success, wrong.reason) == (False, "mismatch"), wrong
+    # a plain SELECT changes nothing: the test cases fail too
+    assert verifier.verify(record, "SELECT 1").reason == "mismatch"
+    # the corpus database is untouched: the solution verifies again
+    assert verifier.verify(record, record.verification.reference_sql).success
+
+
+def test_bundled_sample_baselines(tmp_path):
+    """SR_none = default readings of multi-reading AVTs + zero-ambiguity records; SR_full = 1."""
+    corpus = load_corpus("bird_interact")
+    expected_none = sum(
+        1 for records in corpus.avts.values() if len(records) > 1 or records[0].m == 0
+    ) / len(corpus.records)  # 12 / 38
+    config = CampaignConfig("bird_interact", asker="generic", seeds=(0,))
+    summary = run_campaign(config, tmp_path / "b.duckdb", progress=False)
+    assert summary.sr["none"].mean == pytest.approx(expected_none)
+    assert summary.sr["full"].mean == pytest.approx(1.0)
