@@ -43,32 +43,32 @@ INSERT INTO staff VALUES (1, 'Ann', 100, 'north'), (2, 'Bob', 120, 'south'),
 """
 # The task: "give everyone in the north a raise to 150"; the test case checks the new state.
 RAISE = "UPDATE staff SET salary = 150 WHERE region = 'north'"
-RAISE_TEST = '''
+RAISE_TEST = """
 def test_case(pred_sqls, sol_sqls, db_name, conn):
     rows, error, timeout = execute_queries(
         "SELECT name, salary FROM staff ORDER BY id", db_name, conn)
     assert not error and not timeout
     assert rows == [("Ann", 150), ("Bob", 120), ("Cid", 150), ("Dee", 110)], rows
-'''
+"""
 # The task: "archive the south region into a new table and remove it from staff".
 ARCHIVE = (
     "CREATE TABLE archive AS SELECT * FROM staff WHERE region = 'south'; "
     "DELETE FROM staff WHERE region = 'south'"
 )
-ARCHIVE_TEST = '''
+ARCHIVE_TEST = """
 def test_case(pred_sqls, sol_sqls, db_name, conn):
     kept, _, _ = execute_queries("SELECT count(*) FROM staff", db_name, conn)
     moved, error, _ = execute_queries("SELECT name FROM archive ORDER BY name", db_name, conn)
     assert not error and kept[0][0] == 2 and [r[0] for r in moved] == ["Bob", "Dee"]
-'''
+"""
 # The task: "hire Eve (id 5, north, 95)".
 HIRE = "INSERT INTO staff VALUES (5, 'Eve', 95, 'north')"
-HIRE_TEST = '''
+HIRE_TEST = """
 def test_case(pred_sqls, sol_sqls, db_name, conn):
     rows, _, _ = execute_queries("SELECT name, salary FROM staff WHERE id = 5", db_name, conn)
     assert rows == [("Eve", 95)], rows
     assert pred_query_result is None  # the submission's last statement returned no rows
-'''
+"""
 
 ENGINES = ["sqlite", "duckdb", "postgres"]
 
@@ -101,7 +101,10 @@ def write_corpus(folder: Path, engine: str, records: list[dict], script: str = H
         "version": "0.0.1",
         "oracle": "intent",
         "databases": {
-            "hr": {"file": "databases/hr.sql", "sha256": hashlib.sha256(script.encode()).hexdigest()}
+            "hr": {
+                "file": "databases/hr.sql",
+                "sha256": hashlib.sha256(script.encode()).hexdigest(),
+            }
         },
     }
     (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -194,9 +197,13 @@ SUBMISSIONS = [
     ("raise", "UPDATE staff SET salary = 150", "mismatch"),
     ("raise", "DELETE FROM staff WHERE region = 'north'", "mismatch"),
     # several statements, the last one a query: state and result both count
-    ("raise", "UPDATE staff SET salary = 0; UPDATE staff SET salary = 150 WHERE region = "
-     "'north'; UPDATE staff SET salary = 120 WHERE id = 2; UPDATE staff SET salary = 110 "
-     "WHERE id = 4; SELECT count(*) FROM staff", "match"),
+    (
+        "raise",
+        "UPDATE staff SET salary = 0; UPDATE staff SET salary = 150 WHERE region = "
+        "'north'; UPDATE staff SET salary = 120 WHERE id = 2; UPDATE staff SET salary = 110 "
+        "WHERE id = 4; SELECT count(*) FROM staff",
+        "match",
+    ),
     ("archive", ARCHIVE, "match"),
     ("archive", "CREATE TABLE archive AS SELECT * FROM staff WHERE region = 'south'", "mismatch"),
     ("archive", "DELETE FROM staff WHERE region = 'south'", "mismatch"),
@@ -259,19 +266,15 @@ def test_a_write_cut_by_the_time_limit_or_a_killed_worker_leaves_nothing(setup):
         assert setup.snapshot() == before
         # Kill the task worker while it is in the middle of the long statement.
         engine = verifier.engine(setup.engine, "hr")
+        pid = engine.task_worker_pid
+        assert pid is not None  # the worker that answered the timeout is still up
         outcome: dict = {}
         thread = threading.Thread(
             target=lambda: outcome.update(v=verifier.verify(record, LONG[setup.engine]))
         )
+        baseline = _cpu_ticks(pid)
         thread.start()
-        pid = None
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            pid = engine.task_worker_pid
-            if pid is not None and _busy(pid):
-                break
-            time.sleep(0.02)
-        time.sleep(0.3)
+        assert _wait_for_long_statement(setup, [pid], baseline)
         os.kill(pid, signal.SIGKILL)
         thread.join(30)
         assert not outcome["v"].success and outcome["v"].reason in ("runtime", "timeout")
@@ -286,13 +289,49 @@ def test_a_write_cut_by_the_time_limit_or_a_killed_worker_leaves_nothing(setup):
         assert setup.scratch_databases() == []
 
 
-def _busy(pid: int) -> bool:
+def _stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()
+
+
+def _cpu_ticks(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12]) > 20  # utime + stime ticks: it has started
+        fields = _stat(pid)
     except OSError:
-        return False
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int(_stat(int(entry.name))[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def _wait_for_long_statement(
+    setup: Setup, pids: list[int], baseline: int = 0, ticks: int = 50
+) -> bool:
+    """Whether the long statement is running: PostgreSQL shows the agent's backend in
+    ``pg_sleep``; SQLite and DuckDB workers burn half a second of CPU in it."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if setup.engine == "postgres":
+            with psycopg.connect(setup.cluster.dsn(), autocommit=True) as admin:
+                if admin.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE usename = 'writer_agent' "
+                    "AND wait_event = 'PgSleep'"
+                ).fetchone():
+                    return True
+        elif any(_cpu_ticks(pid) - baseline > ticks for pid in pids):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 KILLED_VERIFIER = r"""
@@ -317,15 +356,28 @@ def test_a_process_killed_mid_verification_leaves_the_database_unchanged(setup):
     before = setup.snapshot()
     options = getattr(setup, "options", {})
     process = subprocess.Popen(
-        [sys.executable, "-c", KILLED_VERIFIER, str(setup.path), setup.engine,
-         json.dumps(options), LONG[setup.engine]],
+        [
+            sys.executable,
+            "-c",
+            KILLED_VERIFIER,
+            str(setup.path),
+            setup.engine,
+            json.dumps(options),
+            LONG[setup.engine],
+        ],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
     )
     try:
         assert process.stdout.readline().strip() == "started"
-        time.sleep(3.0)  # the worker is in the long statement by now
+        deadline = time.monotonic() + 20
+        while not _children(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = _children(process.pid)
+        # (the worker checks the record's own solution first, then runs the long statement;
+        # one second of CPU is well inside it)
+        assert _wait_for_long_statement(setup, workers, ticks=100)
         process.send_signal(signal.SIGKILL)
         process.wait(10)
     finally:
@@ -390,8 +442,7 @@ HOSTILE = {
         "ALTER ROLE CURRENT_USER SET search_path = 'nowhere'; /* /* */ SELECT */ COMMIT",
         "ALTER ROLE CURRENT_USER SET search_path = 'nowhere'; END",
         "ALTER ROLE CURRENT_USER SET search_path = 'nowhere'; PREPARE TRANSACTION 'x'",
-        "ALTER ROLE CURRENT_USER SET search_path = 'nowhere'; "
-        "DO $$ BEGIN COMMIT; END $$",
+        "ALTER ROLE CURRENT_USER SET search_path = 'nowhere'; DO $$ BEGIN COMMIT; END $$",
         "ALTER ROLE CURRENT_USER SET search_path = 'nowhere'; SELECT 1/0",
         "ALTER ROLE CURRENT_USER PASSWORD 'stolen'; SELECT 1/0",
     ],
@@ -532,8 +583,11 @@ def test_official_management_tasks_on_postgres(postgres_cluster, tmp_path):  # n
             record = setup.records[task["instance_id"]]
             right = verifier.verify(record, record.verification.reference_sql)
             wrong = verifier.verify(record, WRONG[task["instance_id"]])
-            assert (right.reason, wrong.reason) == ("match", "mismatch"), (task["instance_id"],
-                                                                          right, wrong)
+            assert (right.reason, wrong.reason) == ("match", "mismatch"), (
+                task["instance_id"],
+                right,
+                wrong,
+            )
     finally:
         verifier.close()
     assert setup.snapshot() == before
@@ -589,8 +643,10 @@ def _query_record(rid: str, reference: str, conditions: dict, decimals: int = 2)
             "engine": "sqlite",
             "database": "hr",
             "reference_sql": reference,
-            "compare": {"order": "ordered" if conditions.get("order") else "set",
-                        "float_decimals": decimals},
+            "compare": {
+                "order": "ordered" if conditions.get("order") else "set",
+                "float_decimals": decimals,
+            },
         },
         "source": {"kind": "bird_interact", "category": "Query", "conditions": conditions},
     }
@@ -599,31 +655,81 @@ def _query_record(rid: str, reference: str, conditions: dict, decimals: int = 2)
 CONDITION_CASES = [
     # (reference, conditions, decimals, submission, expected): worked out by hand on PRICES_SQL
     # ROUND() is removed from both queries, then values are rounded to 2 places: 1.004 -> 1.0
-    ("SELECT ROUND(price, 1) FROM item WHERE id = 1", {"decimal": -1, "distinct": False}, 2,
-     "SELECT price FROM item WHERE id = 1", "match"),
+    (
+        "SELECT ROUND(price, 1) FROM item WHERE id = 1",
+        {"decimal": -1, "distinct": False},
+        2,
+        "SELECT price FROM item WHERE id = 1",
+        "match",
+    ),
     # 3.333 and 3.33 agree at 2 places, not at 3
-    ("SELECT price FROM item WHERE id = 3", {"decimal": 2, "distinct": False}, 2,
-     "SELECT 3.33", "match"),
-    ("SELECT price FROM item WHERE id = 3", {"decimal": 3, "distinct": False}, 3,
-     "SELECT 3.33", "mismatch"),
+    (
+        "SELECT price FROM item WHERE id = 3",
+        {"decimal": 2, "distinct": False},
+        2,
+        "SELECT 3.33",
+        "match",
+    ),
+    (
+        "SELECT price FROM item WHERE id = 3",
+        {"decimal": 3, "distinct": False},
+        3,
+        "SELECT 3.33",
+        "mismatch",
+    ),
     # DISTINCT is removed and rows compare as a set: duplicates never count
-    ("SELECT DISTINCT price FROM item WHERE cat = 'b'", {"decimal": -1, "distinct": True}, 2,
-     "SELECT price FROM item WHERE cat = 'b'", "match"),
-    ("SELECT price FROM item WHERE cat = 'b'", {"decimal": -1, "distinct": False}, 2,
-     "SELECT 3.333", "match"),
+    (
+        "SELECT DISTINCT price FROM item WHERE cat = 'b'",
+        {"decimal": -1, "distinct": True},
+        2,
+        "SELECT price FROM item WHERE cat = 'b'",
+        "match",
+    ),
+    (
+        "SELECT price FROM item WHERE cat = 'b'",
+        {"decimal": -1, "distinct": False},
+        2,
+        "SELECT 3.333",
+        "match",
+    ),
     # order: without it a reversed result matches, with it it does not
-    ("SELECT id FROM item ORDER BY id", {"decimal": -1, "distinct": False}, 2,
-     "SELECT id FROM item ORDER BY id DESC", "match"),
-    ("SELECT id FROM item ORDER BY id", {"decimal": -1, "distinct": False, "order": True}, 2,
-     "SELECT id FROM item ORDER BY id DESC", "mismatch"),
-    ("SELECT id FROM item ORDER BY id", {"decimal": -1, "distinct": False, "order": True}, 2,
-     "SELECT id FROM item ORDER BY id", "match"),
+    (
+        "SELECT id FROM item ORDER BY id",
+        {"decimal": -1, "distinct": False},
+        2,
+        "SELECT id FROM item ORDER BY id DESC",
+        "match",
+    ),
+    (
+        "SELECT id FROM item ORDER BY id",
+        {"decimal": -1, "distinct": False, "order": True},
+        2,
+        "SELECT id FROM item ORDER BY id DESC",
+        "mismatch",
+    ),
+    (
+        "SELECT id FROM item ORDER BY id",
+        {"decimal": -1, "distinct": False, "order": True},
+        2,
+        "SELECT id FROM item ORDER BY id",
+        "match",
+    ),
     # an empty result never matches (upstream's ex_base)
-    ("SELECT id FROM item WHERE id > 10", {"decimal": -1, "distinct": False}, 2,
-     "SELECT id FROM item WHERE id > 10", "mismatch"),
+    (
+        "SELECT id FROM item WHERE id > 10",
+        {"decimal": -1, "distinct": False},
+        2,
+        "SELECT id FROM item WHERE id > 10",
+        "mismatch",
+    ),
     # comments are removed before running
-    ("SELECT cat FROM item -- the categories\n", {"decimal": -1, "distinct": False}, 2,
-     "/* categories */ SELECT DISTINCT cat FROM item", "match"),
+    (
+        "SELECT cat FROM item -- the categories\n",
+        {"decimal": -1, "distinct": False},
+        2,
+        "/* categories */ SELECT DISTINCT cat FROM item",
+        "match",
+    ),
 ]
 
 
@@ -638,7 +744,8 @@ def test_query_tasks_compare_by_upstream_conditions(tmp_path):
     by_id = {r.id: r for r in corpus.records}
     try:
         got = [
-            verifier.verify(by_id[f"c{i}"], case[3]).reason for i, case in enumerate(CONDITION_CASES)
+            verifier.verify(by_id[f"c{i}"], case[3]).reason
+            for i, case in enumerate(CONDITION_CASES)
         ]
     finally:
         verifier.close()
