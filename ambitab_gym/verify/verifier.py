@@ -40,6 +40,13 @@ Contract for write tasks and test cases (BIRD-Interact; for converters writing s
   Records without ``source["conditions"]`` keep ``verification.compare``.
 * A PostgreSQL-only solution run on DuckDB (a PL/pgSQL function, a function DuckDB lacks)
   fails with ``unsupported`` naming what is missing; run the corpus with ``engine="postgres"``.
+  Write tasks on PostgreSQL need ``engine_options={"admin_dsn": ...}`` (or ``load_dsn``: a
+  superuser that clones and drops the scratch databases) and the templates that
+  ``load_corpus_databases`` builds; without them they are ``unsupported``.
+* ``reference_sql`` of a write task holds all of upstream's ``sol_sql`` statements (join the
+  list with ``";\n"``); the verifier cuts it into ``sol_sqls`` again. Before the first
+  submission the task runs once with the reference as the submission (cached): a reference that
+  fails its own tests makes every verdict ``reference_error``.
 """
 
 from __future__ import annotations

@@ -725,7 +725,8 @@ def _capped_rows(cursor, max_rows: int, max_bytes: int, fail) -> list:
             raise fail("too_large", _too_large(max_bytes)[2])
 
 
-# Read-only PRAGMAs a test case may use to look at a scratch schema (no value, no side effect).
+# Read-only PRAGMAs a test case may use to look at a scratch schema (their argument names a
+# table or index; they never write).
 _SQLITE_TASK_PRAGMAS = frozenset(
     {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
      "foreign_key_list", "table_list"}
@@ -773,9 +774,7 @@ class _SQLiteScratch:
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
             self._refused = True
             return sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_PRAGMA and not (
-            arg2 is None and (arg1 or "").lower() in _SQLITE_TASK_PRAGMAS
-        ):
+        if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() not in _SQLITE_TASK_PRAGMAS:
             self._refused = True
             return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
