@@ -59,7 +59,7 @@ def generate_tasks(
     """
     if records < 1:
         raise ConfigurationError("records must be at least 1")
-    generator = TaskGenerator(config, corpus=name)
+    generator = TaskGenerator(config, validate=True, corpus=name)
     tasks: list[GeneratedTask] = []
     seen: set[tuple[str, str]] = set()
     total, attempt = 0, 0

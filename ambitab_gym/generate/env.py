@@ -102,7 +102,9 @@ class ProceduralEnv(AmbiTabEnv):
             database_seed=database_seed,
             oracle=oracle_kind,  # type: ignore[arg-type]
         )
-        self.generator = TaskGenerator(config, pool=pool)
+        # the fast record path: records equal to validated ones (tested), built without
+        # re-validating what the generator builds correctly by construction
+        self.generator = TaskGenerator(config, pool=pool, validate=False)
         corpus = ProceduralCorpus(self.generator, keep=keep, limits=kwargs.get("limits"))
         corpus.add(self.generator.generate(0))  # the base env wants one record to start
         if kwargs.get("solver") == "interpretation":
@@ -128,6 +130,11 @@ class ProceduralEnv(AmbiTabEnv):
         if fixed:
             raise ConfigurationError(f"{fixed} cannot change after the env is made")
         return self.generator.configure(**overrides)
+
+    def generation_stats(self) -> dict[str, float]:
+        """Tasks generated so far and the seconds spent generating them (the generator's
+        share of a training run: ``envs.env_method("generation_stats")`` on a vector env)."""
+        return {"tasks": self.generator.generated, "seconds": self.generator.seconds}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

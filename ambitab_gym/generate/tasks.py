@@ -19,16 +19,25 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import time
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.generate import families as fam
 from ambitab_gym.generate.database import LAST_DAY, GeneratedDatabase, build_database
 from ambitab_gym.generate.domains import DOMAINS, TRAIN_DOMAINS, resolve_domains
-from ambitab_gym.records import TaskRecord
+from ambitab_gym.records import (
+    FORMAT_VERSION,
+    Ambiguity,
+    CompareRules,
+    PublicSpec,
+    TaskRecord,
+    VerificationSpec,
+)
 from ambitab_gym.verify.compare import normalize_rows
 
 __all__ = [
@@ -43,7 +52,33 @@ __all__ = [
 GENERATOR_VERSION = "1"
 _SKELETONS = ("total", "average", "count", "ranking")
 _MAX_TRIES = 200
+#: A ranking's probe returns this many rows: more than any limit a reading sets (at most 10).
+_RANK_PROBE = 11
 _DATA_NOTE = f"The data runs until {LAST_DAY.day} June {LAST_DAY.year}."
+# the fields a validated record marks as set (the fast path marks the same ones)
+_SPEC_FIELDS = {"request", "database", "schema_text", "column_meanings", "external_knowledge"}
+_AMBIGUITY_FIELDS = {
+    "id",
+    "term",
+    "aliases",
+    "kind",
+    "resolution",
+    "response",
+    "sql_snippet",
+    "evidence",
+}
+_VERIFICATION_FIELDS = {"engine", "database", "reference_sql"}
+_COMPARE = CompareRules()  # frozen, so shared (every field given: no default deep-copied)
+_RECORD_FIELDS = {
+    "id",
+    "avt_id",
+    "corpus",
+    "split",
+    "spec",
+    "ambiguities",
+    "verification",
+    "source",
+}
 
 
 @dataclass(frozen=True)
@@ -127,6 +162,24 @@ class GeneratorConfig:
         }
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _built(model: type[_M], fields_set: set[str], /, **values: object) -> _M:
+    """``model.model_construct(fields_set, **values)`` given every field, without its per-field
+    default handling: a model instance holding exactly ``values`` (the fast record path;
+    ``tests/test_generate.py`` checks the result equals the validated record)."""
+    ordered = {name: values[name] for name in model.model_fields}  # every field, in order
+    if len(ordered) != len(values):
+        raise TypeError(f"not fields of {model.__name__}: {sorted(set(values) - set(ordered))}")
+    instance = model.__new__(model)
+    object.__setattr__(instance, "__dict__", ordered)
+    object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(instance, "__pydantic_extra__", None)
+    object.__setattr__(instance, "__pydantic_private__", None)
+    return instance
+
+
 @dataclass
 class GeneratedTask:
     """One generated AVT.
@@ -202,6 +255,11 @@ class TaskGenerator:
     Args:
         config: a :class:`GeneratorConfig` (default: every family and domain, m in 0..3).
         pool: a :class:`DatabasePool` to share (default: its own).
+        validate: build each record with ``TaskRecord.model_validate`` (default; what
+            ``ambitab-gym generate`` writes). ``False`` is the fast path the env uses: the same
+            records built with ``model_construct``, skipping re-validation of what the
+            generator builds correctly by construction (``tests/test_generate.py`` checks
+            that both paths give equal records and equal JSON).
         **overrides: fields of the config to replace.
 
     Example:
@@ -221,11 +279,16 @@ class TaskGenerator:
         config: GeneratorConfig | None = None,
         *,
         pool: DatabasePool | None = None,
+        validate: bool = True,
         **overrides,
     ) -> None:
         config = config or GeneratorConfig()
         self.config = replace(config, **overrides) if overrides else config
         self.pool = pool if pool is not None else DatabasePool()
+        self.validate = bool(validate)
+        #: tasks returned by :meth:`generate` and the seconds spent in it (its share of a run)
+        self.generated = 0
+        self.seconds = 0.0
 
     def configure(self, **overrides) -> GeneratorConfig:
         """Replace config fields (a curriculum step); databases stay cached."""
@@ -266,6 +329,7 @@ class TaskGenerator:
             ConfigurationError: no valid task within the retry limit (m is capped at the number of
                 families; a family that fits no skeleton cannot occur).
         """
+        start = time.perf_counter()
         if isinstance(seed, np.random.Generator):
             seed = int(seed.integers(2**63))
         seed = int(seed)
@@ -281,6 +345,8 @@ class TaskGenerator:
         for _ in range(_MAX_TRIES):
             task = self._attempt(rng, m, seed, task_id)
             if task is not None:
+                self.generated += 1
+                self.seconds += time.perf_counter() - start
                 return task
         raise ConfigurationError(
             f"no valid task for seed {seed} in {_MAX_TRIES} draws with {self.config}"
@@ -425,7 +491,8 @@ class TaskGenerator:
         *,
         cut: bool = False,
     ) -> str:
-        """The reading's SQL; with ``cut``, a ranking's sums down to one row past the limit."""
+        """The reading's SQL; with ``cut``, a ranking's names and sums down to the
+        :data:`_RANK_PROBE` th row (past every limit a reading can set)."""
         d = db.domain
         measure, group, limit = plan.measure, False, plan.limit
         conds = list(plan.conds)
@@ -438,10 +505,10 @@ class TaskGenerator:
                 conds.append(effect["cond"])
         where = " WHERE " + " AND ".join(conds) if conds else ""
         if plan.skeleton == "ranking":
-            selected = f"SUM(e.{measure})" if cut else "c.name"
+            selected = f"c.name, SUM(e.{measure})" if cut else "c.name"
             tail = (
                 f"{where} GROUP BY c.{d.entity_id} "
-                f"ORDER BY SUM(e.{measure}) DESC LIMIT {limit + 1 if cut else limit}"
+                f"ORDER BY SUM(e.{measure}) DESC LIMIT {_RANK_PROBE if cut else limit}"
             )
         else:
             selected = "COUNT(*)" if plan.skeleton == "count" else f"{plan.agg}(e.{measure})"
@@ -460,26 +527,40 @@ class TaskGenerator:
     def _verified(
         self, db: GeneratedDatabase, plan: _Plan, sqls: list[str], combos: list[tuple]
     ) -> bool:
+        """Whether every reading's result is non-empty, NULL-free and pairwise different.
+
+        Each reading's SQL is executed (results are cached per database by SQL text: a
+        database never changes, so a cached result is the result). A ranking's result is read
+        off one executed probe - the same query with ``c.name, SUM(...)`` selected and
+        ``LIMIT`` :data:`_RANK_PROBE` - instead of two queries: its first ``limit`` names are
+        the reading's rows whenever there is no tie at the cut, and a tie at the cut rejects
+        the task either way; readings that differ only in their limit share the probe.
+        """
         seen: set[frozenset] = set()
+        ranking = plan.skeleton == "ranking"
         for sql, combo in zip(sqls, combos, strict=True):
-            rows = db.execute(sql)
-            if not rows or any(v is None for row in rows for v in row):
-                return False
-            if plan.skeleton == "count" and all(row[-1] == 0 for row in rows):
-                return False
-            if plan.skeleton == "ranking":
-                limit = len(rows)
-                sums = [row[0] for row in db.execute(self._sql(db, plan, combo, cut=True))]
-                expected = next(
-                    (r.effect["limit"] for r in combo if "limit" in r.effect), plan.limit
-                )
-                if limit < expected or (len(sums) > limit and sums[limit - 1] == sums[limit]):
-                    return False
-            key = frozenset(normalize_rows(rows, 4))
-            if key in seen:
+            if ranking:
+                key = self._ranking_key(db, plan, combo)
+            else:
+                key = db.fingerprint(sql, count=plan.skeleton == "count")
+            if key is None or key in seen:
                 return False
             seen.add(key)
         return True
+
+    def _ranking_key(
+        self, db: GeneratedDatabase, plan: _Plan, combo: tuple[fam.Reading, ...]
+    ) -> frozenset | None:
+        expected = next((r.effect["limit"] for r in combo if "limit" in r.effect), plan.limit)
+        assert expected is not None and expected < _RANK_PROBE
+        probe = db.execute(self._sql(db, plan, combo, cut=True))
+        rows = [(row[0],) for row in probe[:expected]]
+        if not rows or any(row[0] is None for row in rows):
+            return None
+        limit = len(rows)
+        if limit < expected or (len(probe) > limit and probe[limit - 1][1] == probe[limit][1]):
+            return None
+        return frozenset(normalize_rows(rows, 4))
 
     def _task(
         self,
@@ -512,8 +593,76 @@ class TaskGenerator:
         }
         split = "train" if d.name in TRAIN_DOMAINS else "test"
         records = []
+        if not self.validate:
+            spec_model = _built(
+                PublicSpec,
+                _SPEC_FIELDS,
+                request=request,
+                database=db.name,
+                schema_text=None,
+                column_meanings=spec["column_meanings"],
+                external_knowledge=(_DATA_NOTE,),
+            )
+            ambiguity_models: dict[tuple[int, int], Ambiguity] = {}
         for k, (combo, sql) in enumerate(zip(combos, sqls, strict=True)):
-            ambiguities = [
+            source = {
+                "kind": "procedural",
+                "generator": f"ambitab_gym.generate v{GENERATOR_VERSION}",
+                "task_seed": seed,
+                "domain": d.name,
+                "skeleton": plan.skeleton,
+                "families": [slot.family for slot in slots],
+                "distractors": list(plan.distractors),
+                "readings": {slot.id: r.label for slot, r in zip(slots, combo, strict=True)},
+            }
+            if not self.validate:
+                # the fast path: the same objects validation builds, without re-checking
+                # what the generator builds correctly by construction (tests compare the two)
+                ambiguities = []
+                for i, (slot, reading) in enumerate(zip(slots, combo, strict=True)):
+                    key = (i, id(reading))
+                    model = ambiguity_models.get(key)
+                    if model is None:
+                        model = ambiguity_models[key] = _built(
+                            Ambiguity,
+                            _AMBIGUITY_FIELDS,
+                            id=slot.id,
+                            term=slot.term,
+                            aliases=(),
+                            kind=slot.kind,
+                            resolution=reading.resolution,
+                            response=reading.response,
+                            sql_snippet=reading.sql_snippet,
+                            evidence=reading.evidence,
+                        )
+                    ambiguities.append(model)
+                records.append(
+                    _built(
+                        TaskRecord,
+                        _RECORD_FIELDS,
+                        id=f"{task_id}-{k}",
+                        avt_id=task_id,
+                        corpus=config.corpus,
+                        split=split,
+                        spec=spec_model,
+                        ambiguities=tuple(ambiguities),
+                        verification=_built(
+                            VerificationSpec,
+                            _VERIFICATION_FIELDS,
+                            engine="sqlite",
+                            database=db.name,
+                            reference_sql=sql,
+                            compare=_COMPARE,
+                            test_cases=(),
+                            preprocess_sql=(),
+                            cleanup_sql=(),
+                        ),
+                        source=source,
+                        format_version=FORMAT_VERSION,
+                    )
+                )
+                continue
+            ambiguities_data = [
                 {
                     "id": slot.id,
                     "term": slot.term,
@@ -532,18 +681,9 @@ class TaskGenerator:
                 "corpus": config.corpus,
                 "split": split,
                 "spec": spec,
-                "ambiguities": ambiguities,
+                "ambiguities": ambiguities_data,
                 "verification": {"engine": "sqlite", "database": db.name, "reference_sql": sql},
-                "source": {
-                    "kind": "procedural",
-                    "generator": f"ambitab_gym.generate v{GENERATOR_VERSION}",
-                    "task_seed": seed,
-                    "domain": d.name,
-                    "skeleton": plan.skeleton,
-                    "families": [slot.family for slot in slots],
-                    "distractors": list(plan.distractors),
-                    "readings": {slot.id: r.label for slot, r in zip(slots, combo, strict=True)},
-                },
+                "source": source,
             }
             records.append(TaskRecord.model_validate(data))
         return GeneratedTask(task_id, tuple(records), db, seed)
