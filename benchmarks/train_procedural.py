@@ -12,7 +12,8 @@ seeds. Each policy then asks (greedy) on:
 
 A policy that picks uniformly among the menu's valid slots is the floor. Reported: question-F1
 (macro mean of episode-level harmonic means), precision and recall, and PPO's training
-throughput on each env. The last line is JSON.
+throughput on each env, and (procedural) the share of the training time the envs spent
+generating tasks. The last line is JSON.
 
     python benchmarks/train_procedural.py [--steps 20000] [--seeds 0] [--subproc]
 """
@@ -145,19 +146,37 @@ def main() -> None:
             tick = time.perf_counter()
             model.learn(args.steps)
             train_s = time.perf_counter() - tick
+            # seconds the envs spent generating tasks (summed over envs; with --subproc they
+            # overlap each other and PPO, so the share is an upper bound of the time lost)
+            generation_s = (
+                sum(s["seconds"] for s in venv.env_method("generation_stats"))
+                if source == "procedural"
+                else 0.0
+            )
             venv.close()
             scores = {
                 name: evaluate_menu_policy(model, env)[0] for name, env in evaluations.items()
             }
-            runs.append({"seed": seed, "train_s": train_s, "scores": scores})
+            runs.append(
+                {"seed": seed, "train_s": train_s, "generation_s": generation_s, "scores": scores}
+            )
             print(
                 f"{source} seed {seed}: "
                 + ", ".join(f"{n} F1 {s['f1']:.3f}" for n, s in scores.items())
-                + f" ({train_s:.0f} s, {args.steps / train_s:.0f} steps/s)"
+                + f" ({train_s:.0f} s, {args.steps / train_s:.0f} steps/s, "
+                f"{generation_s:.1f} s generating)"
             )
         result[f"{source}_train_steps_per_s"] = round(
             statistics.fmean(args.steps / r["train_s"] for r in runs), 1
         )
+        if source == "procedural":
+            # the generator's share of a PPO step: seconds generating / seconds training
+            result["procedural_generation_share"] = round(
+                statistics.fmean(r["generation_s"] / r["train_s"] for r in runs), 3
+            )
+            result["procedural_generation_ms_per_step"] = round(
+                statistics.fmean(1000 * r["generation_s"] / args.steps for r in runs), 3
+            )
         for name in evaluations:
             for metric in ("f1", "precision", "recall"):
                 result[f"{source}_{name}_{metric}"] = _mean(
