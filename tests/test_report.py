@@ -21,8 +21,10 @@ import duckdb
 import pytest
 
 from ambitab_gym.cli import main
+from ambitab_gym.diagnostics import LeakageConfig, run_leakage, stored_leakage_report
 from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
-from ambitab_gym.evaluation.report import MissingPlotDependency, write_report
+from ambitab_gym.evaluation.report import MissingPlotDependency, ReportEntry, write_report
+from ambitab_gym.evaluation.summary import summarize_campaign
 
 COLUMNS = ("SR none", "SR asker", "SR full", "Precision", "Recall", "F1", "Gain", "Gap")
 
@@ -239,7 +241,7 @@ def test_hand_worked_table(hand_file, tmp_path):
     assert by_name["Gain"] == "16.7 ± 23.6"
     assert_row_matches(cells, expected_figures(stored_rows(hand_file, "hand")))
     page = files.html.read_text(encoding="utf-8")
-    assert "leaky (kind &#x27;leakage&#x27;: not shown here)" in page
+    assert "leaky (kind &#x27;leakage&#x27;: pass leakage=stored_leakage_report)" in page
     assert "empty (bird: no episodes stored)" in page
     summary = json.loads(files.json.read_text())
     assert summary[0]["campaign_id"] == "hand" and summary[0]["sr_asker"] == pytest.approx(0.5)
@@ -276,7 +278,7 @@ def test_report_command_matches_stored_episodes(campaign_file, tmp_path, capsys)
     assert main(["report", str(path), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert str(out / "report.html") in printed and str(out / "figure3.png") in printed
-    assert "not shown: leak (kind 'leakage'" in printed
+    assert "not shown: leak (bird: no episodes stored)" in printed
 
     page = parse_page(out / "report.html")
     assert set(page.rows) == set(ids)
@@ -352,3 +354,135 @@ def test_without_matplotlib(hand_file, tmp_path, monkeypatch, capsys):
     assert main(["report", str(hand_file), "--out", str(tmp_path / "t"), "--no-figures"]) == 0
     assert (tmp_path / "t" / "report.html").is_file()
     assert not list((tmp_path / "t").glob("*.png"))
+
+
+# -- leakage campaigns: Table 14 and the interval figure -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def leakage_file(tmp_path_factory) -> tuple[Path, str]:
+    """A real leakage campaign: the SQL-leaking responder on TACO, two seeds."""
+    path = tmp_path_factory.mktemp("leakage") / "results.duckdb"
+    config = LeakageConfig(
+        "AmbiTab-TACO-v0",
+        asker="generic",
+        oracle="leaky-sql-responder",
+        solver="dialogue-sql-blind",
+        seeds=(0, 1),
+        limit=10,
+    )
+    run_leakage(config, path, resamples=200)
+    return path, config.campaign_id
+
+
+def leakage_rows(html: Path) -> dict[str, list[dict]]:
+    """``<table id="leakage">``: campaign -> cells (text and data attributes)."""
+    text = html.read_text("utf-8")
+    body = text.split('<table id="leakage">', 1)[1].split("</table>", 1)[0]
+    out = {}
+    for campaign, row in re.findall(r'<tr data-campaign="([^"]+)">(.*?)</tr>', body, re.S):
+        cells = []
+        for attrs, inner in re.findall(r"<td([^>]*)>(.*?)</td>", row, re.S):
+            data = dict(re.findall(r'data-(\w+)="([^"]*)"', attrs))
+            cells.append({"text": re.sub(r"<[^>]+>", " ", inner).strip(), **data})
+        out[campaign] = cells
+    return out
+
+
+def test_leakage_table_and_figure(leakage_file, tmp_path, capsys):
+    path, campaign_id = leakage_file
+    out = tmp_path / "report"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "leaky-sql-responder  TACO" in printed and str(out / "leakage.png") in printed
+
+    with ResultsStore(path) as store:
+        report = stored_leakage_report(store, campaign_id)
+    cells = leakage_rows(out / "report.html")[campaign_id]
+    assert [c["text"] for c in cells[:4]] == [
+        "leaky-sql-responder",
+        "TACO",
+        "2",
+        str(report.episodes),
+    ]
+    for cell, (name, diagnostic) in zip(cells[4:8], report.diagnostics.items(), strict=True):
+        interval = diagnostic.interval
+        assert float(cell["mean"]) == pytest.approx(100 * interval.mean, abs=1e-9), name
+        assert float(cell["lo"]) == pytest.approx(100 * interval.lo, abs=1e-9), name
+        assert float(cell["hi"]) == pytest.approx(100 * interval.hi, abs=1e-9), name
+        assert int(cell["units"]) == interval.units > 0, name
+        assert cell["text"].startswith(f"{100 * interval.mean:.2f} ± {100 * diagnostic.sd:.2f}")
+        assert f"{interval.units} cl." in cell["text"]
+    assert cells[8]["text"] == "ok"
+
+    # dJ_resp by hand from the stored rows: SR(asker:actual) - SR(asker:hybrid), seeds pooled
+    with duckdb.connect(str(path), read_only=True) as db:
+        actual, hybrid = (
+            db.execute(
+                "SELECT avg(success) FROM episodes WHERE campaign_id = ? AND condition = ?",
+                [campaign_id, condition],
+            ).fetchone()[0]
+            for condition in ("asker:actual", "asker:hybrid")
+        )
+    assert float(cells[4]["mean"]) == pytest.approx(100 * (actual - hybrid), abs=1e-9)
+    assert actual - hybrid > 0  # the SQL leak is caught
+
+    page = parse_page(out / "report.html")
+    assert len(page.images) == 1  # no evaluate campaign: the leakage figure only
+    assert base64.b64decode(page.images[0].split(",", 1)[1]) == (out / "leakage.png").read_bytes()
+    width, height, dpi = png_size(out / "leakage.png")
+    assert dpi == pytest.approx(200, abs=1) and 0.8 < width / height < 2.5
+    assert (out / "leakage.pdf").read_bytes().startswith(b"%PDF")
+    summary = json.loads((out / "report.json").read_text())
+    assert summary[0]["kind"] == "leakage"
+    assert summary[0]["diagnostics"]["d_j_resp"]["mean"] == report.to_json()["d_j_resp"]["mean"]
+
+
+def test_leakage_left_out_without_a_leakage_function(leakage_file, tmp_path):
+    path, campaign_id = leakage_file
+    with pytest.raises(ValueError, match="nothing to report"):
+        write_report(path, tmp_path / "x", figures=False)
+    files = write_report(path, tmp_path / "y", figures=False, leakage=stored_leakage_report)
+    assert [e.campaign_id for e in files.leakage] == [campaign_id]
+    assert files.episodes == len(ResultsStore(path).episodes(campaign_id))
+
+
+def _entry(group: str, label: str, none: float, asker: float, full: float) -> ReportEntry:
+    rows = [
+        {
+            "condition": c,
+            "seed": s,
+            "success": v,
+            "precision": 1.0,
+            "recall": 1.0,
+            "f1": 1.0,
+            "error": None,
+        }
+        for s in (0, 1)
+        for c, v in (("none", none), ("asker", asker), ("full", full))
+    ]
+    rows[1] = {**rows[1], "success": max(0.0, asker - 0.2)}  # a seed SD for the error bar
+    return ReportEntry(group, group, label, summarize_campaign(rows), {}, group.lower())
+
+
+@pytest.mark.parametrize("groups", [1, 6])
+def test_success_panel_bars_side_by_side(groups):
+    """Each slot's pale bar (no disambiguation) and solid bar (asker) sit side by side - the
+    pale bar is never split around the asker bar - for one corpus and for six, with SD bars."""
+    from matplotlib.figure import Figure
+
+    from ambitab_gym.evaluation.report_figures import _draw_success, _Layout
+
+    names = ["Bird", "EW-Bird", "BIRD-Interact", "Ambrosia", "AmbiQT", "TACO"][:groups]
+    entries = [_entry(g, label, 0.4, 0.6, 0.9) for g in names for label in ("generic", "llm")]
+    ax = Figure().add_subplot()
+    _draw_success(ax, entries, _Layout(entries))
+    bars = [p for p in ax.patches if p.get_facecolor()[3] > 0 and p.get_hatch() is None]
+    assert len(bars) == 2 * len(entries)
+    spans = sorted((p.get_x(), p.get_x() + p.get_width()) for p in bars)
+    for (_, right), (left, _) in zip(spans, spans[1:], strict=False):
+        assert right <= left + 1e-9  # no bar overlaps another
+    from matplotlib.container import ErrorbarContainer
+
+    errorbars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(errorbars) == len(entries)  # the asker's SD over the two seeds, per slot
