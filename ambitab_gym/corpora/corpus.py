@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import warnings
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -127,6 +128,12 @@ def register_engine(
 
     A known kind keeps its suffix and schema query and takes the new opener and builder.
     """
+    warnings.warn(
+        "ambitab_gym.corpora.register_engine is deprecated; register an EngineKind with "
+        "ambitab_gym.verify.engines.register_engine",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     known = ENGINES.get(kind)
     if known is not None:
         update = {"factory": opener} if builder is None else {"factory": opener, "builder": builder}

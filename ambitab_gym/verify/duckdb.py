@@ -16,17 +16,22 @@ reaches the next one. Results are capped in bytes while the worker fetches them.
 * :func:`build_duckdb` - build a ``.duckdb`` file from a trusted SQL script, atomically.
 * :data:`SANDBOX_CONFIG` - the DuckDB settings every engine connection starts with.
 
-Importing this module registers the ``duckdb`` engine kind with the corpora.
+The ``duckdb`` engine kind (:data:`ambitab_gym.verify.engines.ENGINES`) opens corpus databases
+with :func:`_open_duckdb`; this module never imports :mod:`ambitab_gym.corpora` (corpora depend
+on engines, not the reverse).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ambitab_gym.corpora.corpus import Corpus, register_engine
 from ambitab_gym.verify.base import Limits, QueryError, QueryResult
 from ambitab_gym.verify.sqlite import build_atomically
 from ambitab_gym.verify.worker import WorkerSlot, WorkerStartError, sql_text_problem
+
+if TYPE_CHECKING:
+    from ambitab_gym.corpora.corpus import Corpus
 
 __all__ = ["MAX_RESULT_BYTES", "SANDBOX_CONFIG", "DuckDBEngine", "build_duckdb"]
 
@@ -214,6 +219,3 @@ def build_duckdb(script: str, path: str | Path) -> None:
 
 def _open_duckdb(corpus: Corpus, database: str, limits: Limits | None) -> DuckDBEngine:
     return DuckDBEngine(corpus.database_file(database, "duckdb"), limits=limits)
-
-
-register_engine("duckdb", _open_duckdb, build_duckdb)

@@ -41,12 +41,13 @@ import socket
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ambitab_gym.corpora.corpus import Corpus, register_engine
+from ambitab_gym.errors import UsageError
 from ambitab_gym.verify.base import Limits, QueryError, QueryResult
 from ambitab_gym.verify.postgres_loader import (
     check_server_setup,
@@ -58,6 +59,9 @@ from ambitab_gym.verify.postgres_loader import (
 )
 from ambitab_gym.verify.taskrun import first_keyword, paren_depths, split_statements
 from ambitab_gym.verify.worker import WorkerSlot, WorkerStartError
+
+if TYPE_CHECKING:
+    from ambitab_gym.corpora.corpus import Corpus
 
 __all__ = [
     "PostgresEngine",
@@ -799,7 +803,7 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
 def _open_postgres(corpus: Corpus, database: str, limits: Limits | None) -> PostgresEngine:
     dsn = corpus.options.get("dsn")
     if not dsn:
-        raise ValueError(
+        raise UsageError(
             "the postgres engine needs a server: pass engine_options={'dsn': 'postgresql://...'} "
             "(a SELECT-only role; ambitab_gym.verify.postgres.load_corpus_databases loads the "
             "corpus and returns such a DSN)"
@@ -816,6 +820,3 @@ def _open_postgres(corpus: Corpus, database: str, limits: Limits | None) -> Post
         admin_dsn=corpus.options.get("admin_dsn") or load_dsn,
         limits=limits,
     )
-
-
-register_engine("postgres", _open_postgres)

@@ -31,6 +31,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from ambitab_gym.errors import EngineError
+
 if TYPE_CHECKING:
     from ambitab_gym.corpora.corpus import Corpus
 
@@ -94,14 +96,18 @@ _QUIET_LEVELS = ("fatal", "panic")
 _REFERENCE_SETTINGS = (("track_activities", "off"), ("track_counts", "off"))
 
 
-class UnsafeServerSetup(ValueError):
-    """The PostgreSQL setup would let one agent disturb or observe other sessions.
+class UnsafeServerSetup(EngineError, ValueError):
+    """The PostgreSQL setup would let one agent disturb or observe other sessions (an
+    :class:`~ambitab_gym.errors.EngineError` with category ``unsafe_server_setup``, and a
+    ``ValueError``).
 
     The message lists each problem with what to change.
 
     >>> str(UnsafeServerSetup(["role 'x' is a superuser"])).splitlines()[0]
     'unsafe PostgreSQL setup for running untrusted SQL:'
     """
+
+    category = "unsafe_server_setup"
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)

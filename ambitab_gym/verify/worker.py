@@ -7,8 +7,9 @@ starts this file as a script (``python -I worker.py REQUEST_FD RESPONSE_FD``) th
 engine, or runs long inside one built-in function call (where no interrupt reaches it) takes only
 this process down: the parent kills it when it overruns and starts a fresh one.
 
-This module imports nothing from ``ambitab_gym`` (the worker starts fast and alone) and is also
-imported by the parent for the shared pieces:
+Run as the worker script, this module imports nothing from ``ambitab_gym`` (the worker starts
+fast and alone; only the parent's :class:`WorkerStartError` joins the package's exception tree).
+It is also imported by the parent for the shared pieces:
 
 * :class:`WorkerProcess` - the parent's handle on one worker: start, query with a deadline, kill.
 * :class:`SQLiteSession` - a sandboxed SQLite connection (in the engine's process or a worker's).
@@ -1198,8 +1199,17 @@ _WORKER_FILE = Path(__file__).resolve()
 _ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "SYSTEMROOT", "TMPDIR", "LANG", "LC_ALL")
 
 
-class WorkerStartError(RuntimeError):
-    """A worker process could not start (or open its database)."""
+if __name__ == "__main__":  # the worker script imports nothing from ambitab_gym (starts fast)
+
+    class WorkerStartError(RuntimeError):
+        """A worker process could not start (never raised inside the worker itself)."""
+
+else:  # the parent: the package's one exception tree
+    from ambitab_gym.errors import EngineError
+
+    class WorkerStartError(EngineError, RuntimeError):
+        """A worker process could not start (or open its database); an
+        :class:`~ambitab_gym.errors.EngineError` (category ``engine``) and a ``RuntimeError``."""
 
 
 class WorkerProcess:
