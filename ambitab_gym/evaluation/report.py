@@ -366,8 +366,8 @@ _CSS = (
     "color:#555;max-width:60rem}code{font-size:.85rem}"
 )
 _CAPTION = (
-    "(a) Success rate without disambiguation (pale bar), with the evaluated asker (solid bar) "
-    "and with full disambiguation (black line); the hatched span is the signed gap "
+    "(a) Success rate without disambiguation (pale bar, left), with the evaluated asker (solid "
+    "bar, right) and with full disambiguation (black line across both); the hatched span is the signed gap "
     "J<sub>full</sub> &minus; J<sub>asker</sub>, its value in percentage points above the bar "
     "(back-hatched when the asker is above full). (b) Precision and (c) recall of the evaluated "
     "asker; hatching is the shortfall from 100%. Error bars: sample SD over seeds."
