@@ -323,6 +323,13 @@ def test_unknown_names_in_python_list_the_valid_ones():
 # -- the exception tree --------------------------------------------------------------------------
 
 
+#: Exception classes that cannot join the tree, and why they never reach a user.
+INTERNAL_EXCEPTIONS = {
+    "ambitab_gym.verify.taskrun.StatementError": "the worker process loads taskrun by path, so it "
+    "imports nothing from ambitab_gym; run_task catches it and answers with a verdict reason",
+}
+
+
 def _package_exception_classes() -> list[type[BaseException]]:
     found: dict[str, type[BaseException]] = {}
     for name in sorted(_modules()):
@@ -367,11 +374,15 @@ def test_every_exception_class_is_an_ambitab_error_with_a_category():
         "MissingPlotDependency",
     } <= names
     outside = [
-        f"{c.__module__}.{c.__qualname__}" for c in classes if not issubclass(c, AmbiTabError)
+        f"{c.__module__}.{c.__qualname__}"
+        for c in classes
+        if not issubclass(c, AmbiTabError)
+        and f"{c.__module__}.{c.__qualname__}" not in INTERNAL_EXCEPTIONS
     ]
     assert not outside, f"exception classes outside the AmbiTabError tree: {outside}"
     for cls in classes:
-        assert isinstance(cls.category, str) and cls.category, cls
+        if f"{cls.__module__}.{cls.__qualname__}" not in INTERNAL_EXCEPTIONS:
+            assert isinstance(cls.category, str) and cls.category, cls
 
 
 def test_builtin_bases_are_kept():
