@@ -1,10 +1,13 @@
-"""Optional model-based hooks of the converters, calling an OpenAI-compatible endpoint (httpx).
+"""Optional model-based hooks of the converters, calling an OpenAI-compatible endpoint.
 
 Only the deterministic conversion steps are reproducible without models (paper Table 5); the
 model-based filters are hooks that a user switches on with ``--llm-url URL --model NAME``.
 
-* :class:`LLMClient` - a small synchronous chat-completions client (temperature 0, fixed seed).
-* :func:`extract_sql` - the SQL of a model reply (a fenced block, else the reply itself).
+* :class:`LLMClient` - the package's one chat-completions client
+  (:class:`ambitab_gym.llm.client.LLMClient`, re-exported: timeouts, retries with backoff,
+  ``<think>`` stripped); the hooks call it blocking at temperature 0 with the build's seed, and
+  a call that still fails after the retries is a :class:`~ambitab_gym.convert.common.BuildError`.
+  The SQL of a reply is read by :func:`ambitab_gym.textutil.extract_sql` (its last fence).
 * :class:`RowFilter` - protocol of the EW-Bird row filter; :class:`EvidenceBenefitFilter`
   keeps a row when the model fails without the evidence and succeeds with it.
 * :class:`Rewriter` - protocol of the Bird rewriting hook; :class:`LLMRewriter` asks the model
@@ -19,14 +22,16 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-import httpx
-
 from ambitab_gym.convert.common import BuildError, find_term, term_problem
+from ambitab_gym.llm.client import LLMClient
+from ambitab_gym.llm.errors import LLMError
 from ambitab_gym.records import CompareRules
+from ambitab_gym.textutil import extract_sql as _extract_sql
 from ambitab_gym.verify.compare import results_match
 
 __all__ = [
@@ -37,90 +42,40 @@ __all__ = [
     "Rewriter",
     "RowFilter",
     "TermFinder",
-    "extract_sql",
 ]
 
-_FENCE = re.compile(r"```(?:sql|sqlite|postgresql)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
 
-def extract_sql(reply: str) -> str | None:
-    """The SQL in a model reply: the last fenced block, else the whole reply.
-
-    >>> extract_sql("Here it is:\\n```sql\\nSELECT 1;\\n```")
-    'SELECT 1'
-    >>> extract_sql("   ") is None
-    True
-    """
-    blocks = _FENCE.findall(reply or "")
-    text = blocks[-1] if blocks else (reply or "")
-    text = text.strip().rstrip(";").strip()
-    return text or None
+def __getattr__(name: str) -> Any:
+    if name == "extract_sql":  # deprecated (one release): the one reader is in textutil
+        warnings.warn(
+            "ambitab_gym.convert.hooks.extract_sql moved to ambitab_gym.textutil.extract_sql",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _extract_sql
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class LLMClient:
-    """A synchronous client for ``POST {base_url}/chat/completions``.
+def _complete(
+    client: LLMClient, messages: list[dict[str, str]], *, max_tokens: int, tag: str
+) -> str:
+    """The text of one completion at temperature 0 (the client retries timeouts, lost
+    connections, 429 and 5xx); a call that still fails is a :class:`BuildError`."""
+    try:
+        return client.chat(messages, tag=tag, max_tokens=max_tokens, temperature=0.0).text
+    except LLMError as error:
+        raise BuildError(
+            f"the model endpoint {client.base_url} failed ({error.category}): {error}"
+        ) from None
 
-    Args:
-        base_url: e.g. ``http://127.0.0.1:8000/v1`` (a URL ending in ``/chat/completions``
-            is used as is).
-        model: the model name the server expects.
-        seed: sent with every request so servers that honour it are reproducible.
-        timeout_s: per-request timeout.
-        api_key: sent as a bearer token when given.
 
-    Example:
-        >>> LLMClient("http://127.0.0.1:9/v1", "m").url
-        'http://127.0.0.1:9/v1/chat/completions'
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        seed: int = 0,
-        timeout_s: float = 120.0,
-        api_key: str | None = None,
-    ) -> None:
-        base = base_url.rstrip("/")
-        self.url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
-        self.model = model
-        self.seed = seed
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(timeout=timeout_s, headers=headers)
-
-    def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 1024) -> str:
-        """The assistant text of one chat completion.
-
-        Raises:
-            BuildError: when the endpoint cannot be reached or answers with an error.
-        """
-        payload = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": 0.0,
-            "seed": self.seed,
-            "max_tokens": max_tokens,
-        }
-        try:
-            response = self._http.post(self.url, json=payload)
-        except httpx.HTTPError as error:
-            raise BuildError(f"the model endpoint {self.url} is unreachable: {error}") from None
-        if response.status_code != 200:
-            raise BuildError(
-                f"the model endpoint {self.url} answered HTTP {response.status_code}: "
-                f"{response.text[:200]}"
-            )
-        try:
-            return response.json()["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise BuildError(
-                f"the model endpoint {self.url} did not answer in the chat-completions format"
-            ) from None
-
-    def close(self) -> None:
-        self._http.close()
+def _reply_sql(reply: str) -> str | None:
+    """The SQL of a hook reply: its last SQL fence (or JSON / bare SQL), without a final ``;``."""
+    sql = _extract_sql(reply, last=True)
+    sql = sql.strip().rstrip(";").strip() if sql else ""
+    return sql or None
 
 
 #: ``execute(database, sql) -> rows``; raises on failure
@@ -209,8 +164,11 @@ class EvidenceBenefitFilter:
             reference = execute(database, reference_sql)
         except Exception:
             return True, "reference fails; left to the build checks"
-        without = extract_sql(self.client.complete(_solve_prompt(request, schema, None)))
-        with_hints = extract_sql(self.client.complete(_solve_prompt(request, schema, evidence)))
+        prompts = (_solve_prompt(request, schema, None), _solve_prompt(request, schema, evidence))
+        without, with_hints = (
+            _reply_sql(_complete(self.client, p, max_tokens=1024, tag="convert:filter"))
+            for p in prompts
+        )
         fails_without = not self._solves(without, reference, database, execute)
         succeeds_with = self._solves(with_hints, reference, database, execute)
         if fails_without and succeeds_with:
@@ -277,7 +235,8 @@ class LLMRewriter:
                 f"SQL: {row['SQL']}",
             ]
         )
-        reply = self.client.complete([{"role": "user", "content": content}], max_tokens=2048)
+        messages = [{"role": "user", "content": content}]
+        reply = _complete(self.client, messages, max_tokens=2048, tag="convert:rewrite")
         found = _JSON.search(reply or "")
         if not found:
             return None
@@ -324,7 +283,8 @@ class LLMTermFinder:
 
     def find(self, request: str, hint: str) -> str | None:
         content = f"{_TERM_INSTRUCTIONS}\n\nRequest: {request}\nNote: {hint}\nPhrase:"
-        reply = self.client.complete([{"role": "user", "content": content}], max_tokens=64)
+        messages = [{"role": "user", "content": content}]
+        reply = _complete(self.client, messages, max_tokens=64, tag="convert:term")
         phrase = (
             (reply or "").strip().splitlines()[0].strip().strip("\"'`").strip() if reply else ""
         )
