@@ -412,7 +412,7 @@ def test_leakage_table_and_figure(leakage_file, tmp_path, capsys):
         assert float(cell["hi"]) == pytest.approx(100 * interval.hi, abs=1e-9), name
         assert int(cell["units"]) == interval.units > 0, name
         assert cell["text"].startswith(f"{100 * interval.mean:.2f} ± {100 * diagnostic.sd:.2f}")
-        assert f"{interval.units} cl." in cell["text"]
+        assert f"{interval.units} clusters" in cell["text"]
     assert cells[8]["text"] == "ok"
 
     # dJ_resp by hand from the stored rows: SR(asker:actual) - SR(asker:hybrid), seeds pooled

@@ -405,7 +405,7 @@ def _leakage_cell(cell: Mapping[str, Any]) -> str:
     attrs = " ".join(f'data-{key}="{cell[key]!r}"' for key in ("mean", "sd", "lo", "hi", "units"))
     text = f"{cell['mean']:.2f} ± {cell['sd'] or 0.0:.2f}"
     if cell["lo"] is not None and cell["hi"] is not None:
-        text += f'<br><span class="ci">[{cell["lo"]:.2f}, {cell["hi"]:.2f}] · {cell["units"]} cl.</span>'
+        text += f'<br><span class="ci">[{cell["lo"]:.2f}, {cell["hi"]:.2f}] · {cell["units"]} clusters</span>'
     return f"<td {attrs}>{text}</td>"
 
 
