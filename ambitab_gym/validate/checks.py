@@ -14,10 +14,10 @@ import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ambitab_gym.convert.common import find_term, term_problem
 from ambitab_gym.corpora.corpus import Corpus, Manifest
 from ambitab_gym.oracles import OracleContext, OracleTurn, canonical_question, deterministic_oracle
 from ambitab_gym.records import PublicSpec, TaskRecord
+from ambitab_gym.terms import find_term, term_problem
 from ambitab_gym.validate.leaks import leaks_into, normalize_text, public_fields, secrets_of
 from ambitab_gym.verify import Limits, QueryError, Verifier, results_match
 from ambitab_gym.verify.verifier import is_write_task
@@ -330,9 +330,9 @@ def canonical_checks(record: TaskRecord, oracle_kind: str) -> list[Violation]:
 
 def term_checks(record: TaskRecord) -> list[Violation]:
     """``term_in_request``/``term_words``: every counted ambiguity is named by the request's own
-    words (:func:`~ambitab_gym.convert.common.find_term`, the deterministic oracle's rule), and
+    words (:func:`~ambitab_gym.terms.find_term`, the deterministic oracle's rule), and
     neither its term nor an alias is only function words, only SQL keywords, an SQL fragment
-    or an instruction (:func:`~ambitab_gym.convert.common.term_problem`).
+    or an instruction (:func:`~ambitab_gym.terms.term_problem`).
 
     Example:
         >>> from ambitab_gym.records import parse_record
