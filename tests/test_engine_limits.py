@@ -1,4 +1,6 @@
-"""Hard limits that hold against any single statement, on SQLite and DuckDB (DESIGN section 7).
+"""Hard limits that hold against any single statement, on SQLite and DuckDB.
+
+See docs/design.md section 6, Verifier.
 
 * wall clock: a statement whose cost lies inside one built-in function call (where neither
   SQLite's progress handler nor DuckDB's interrupt reaches it) still stops at the limit;

@@ -1,4 +1,4 @@
-"""Upstream -> AmbiTab converters (DESIGN section 10, paper Table 5).
+"""Upstream -> AmbiTab converters (paper Table 5; docs/design.md section 9, Data and converters).
 
 One module per source: :mod:`~ambitab_gym.convert.ambiqt`, :mod:`~ambitab_gym.convert.ew_bird`,
 :mod:`~ambitab_gym.convert.ambrosia`, :mod:`~ambitab_gym.convert.taco`,

@@ -1,8 +1,8 @@
 """SQL scripts that build DuckDB databases for PostgreSQL-dialect corpora (BIRD-Interact).
 
 A corpus written in PostgreSQL's dialect runs on DuckDB when no PostgreSQL server is given
-(DESIGN section 7). Its databases ship as SQL scripts that DuckDB executes; these functions write
-them from what users have:
+(docs/design.md section 6, Verifier). Its databases ship as SQL scripts that DuckDB executes;
+these functions write them from what users have:
 
 * :func:`sqlite_to_duckdb_script` - a SQLite database file (e.g. BIRD-Mini-Interact's).
 * :func:`pg_dump_to_duckdb_script` - a plain-text ``pg_dump`` file: ``CREATE TABLE`` statements
