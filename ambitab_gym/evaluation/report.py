@@ -159,7 +159,12 @@ class LeakageEntry:
 class ReportFiles:
     """Where a report went: the HTML page, the figures (PNG and PDF) and the JSON summary, with
     what was shown: evaluate entries, leakage entries, audit shares and the browser's episode
-    count."""
+    count.
+
+    >>> files = ReportFiles(Path("out"), Path("out/report.html"), Path("out/report.json"))
+    >>> files.html.name, files.leakage, files.episodes
+    ('report.html', (), 0)
+    """
 
     out_dir: Path
     html: Path
