@@ -21,12 +21,13 @@ The tree (base class here -> the package's classes that derive from it)::
     +-- EngineError                       "engine"        a database engine failed or refused
     |   +-- verify.QueryError             per query: timeout, rejected, syntax, runtime, ...
     |   +-- verify.worker.WorkerStartError (RuntimeError)
-    |   +-- verify.postgres_loader.UnsafeServerSetup (ValueError)
+    |   +-- verify.postgres_loader.UnsafeServerSetup "unsafe_server_setup" (ValueError)
     +-- LLMServiceError                   "llm_error"     (RuntimeError) an LLM server call failed
     |   +-- llm.errors.LLMError           and its subclasses (timeout, connection, http_<status>, ...)
     +-- ConversionError                   "conversion"    an upstream corpus cannot be converted
     |   +-- convert.BuildError            "build"         (RuntimeError)
     +-- StoreError                        "store"         the results file cannot be used
+        +-- evaluation.store.ResultsFileError (RuntimeError)
 
 Example:
     >>> error = UnknownComponent("asker", "nobody", ("full", "none"))
