@@ -35,6 +35,7 @@ import contextlib
 import hashlib
 import itertools
 import os
+import queue
 import re
 import secrets
 import socket
@@ -262,7 +263,13 @@ class PostgresEngine:
         )
         self._admin: psycopg.Connection | None = None
         self._admin_lock = threading.Lock()
+        self._spare_ready = threading.Condition(self._admin_lock)
         self._swept = False
+        self._spares: list[str] = []
+        self._cloning = 0
+        self._closing = False
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs_thread: threading.Thread | None = None
         self._task_slot = WorkerSlot("postgres-task", "", "PostgreSQL")
 
     @staticmethod
@@ -503,11 +510,13 @@ class PostgresEngine:
         database cloned from the corpus database's template, then dropped.
 
         The admin connection clones ``template_name(dbname)`` (``CREATE DATABASE ...
-        TEMPLATE``); a worker process connects to the clone as the agent role and runs the
-        whole task in one transaction that is never committed; the clone is dropped (``WITH
-        (FORCE)``) afterwards, also when the worker overran and was killed. What a killed
-        verifier left behind is dropped by the next engine on this host. Returns ``("task",
-        success, reason, detail)`` or ``("error", category, message)``.
+        TEMPLATE``; the next clone is made in the background after each task, so it is usually
+        ready); a worker process connects to the clone as the agent role and runs the whole
+        task in one transaction that is never committed; the clone is dropped (``WITH
+        (FORCE)``, in the background) afterwards, also when the worker overran and was killed.
+        What a killed verifier left behind (its clone, its spare) is dropped by the next engine
+        on this host. Returns ``("task", success, reason, detail)`` or ``("error", category,
+        message)``.
         """
         limits = limits or self.limits
         if self._admin_params is None:
@@ -518,19 +527,9 @@ class PostgresEngine:
                 "tasks that write need a scratch database on PostgreSQL: pass "
                 "engine_options={'admin_dsn': <a superuser DSN>} (or 'load_dsn')",
             )
-        scratch = f"{_SCRATCH_PREFIX}{_HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
         template = template_name(self.dbname)
         try:
-            with self._admin_lock:
-                admin = self._admin_connection()
-                if not self._swept:
-                    self._sweep(admin)
-                    self._swept = True
-                admin.execute(
-                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                        sql.Identifier(scratch), sql.Identifier(template)
-                    )
-                )
+            scratch = self._take_scratch()
         except psycopg.Error as error:
             with contextlib.suppress(Exception):
                 if self._admin is not None:
@@ -563,12 +562,93 @@ class PostgresEngine:
             except WorkerStartError as error:
                 return ("error", "engine", str(error))
         finally:
-            with self._admin_lock, contextlib.suppress(psycopg.Error):
-                self._admin_connection().execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                        sql.Identifier(scratch)
-                    )
+            # Dropped off the verdict's path, on a connection of its own.
+            self._in_background(lambda admin: _drop_database(admin, scratch))
+
+    def _clone(self, admin: psycopg.Connection) -> str:
+        scratch = f"{_SCRATCH_PREFIX}{_HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(scratch), sql.Identifier(template_name(self.dbname))
+            )
+        )
+        return scratch
+
+    def _take_scratch(self) -> str:
+        """A fresh scratch database: the spare cloned in the background after the previous
+        task (so the clone is off the verdict's path), else one cloned now; then the next spare
+        is started."""
+        mine = f"{_SCRATCH_PREFIX}{_HOST_TAG}_{os.getpid()}_"
+        with self._admin_lock:
+            spare = None
+            # A spare being cloned started earlier than a clone started now would: wait for it.
+            deadline = time.monotonic() + 30.0
+            while not self._spares and self._cloning and time.monotonic() < deadline:
+                self._spare_ready.wait(deadline - time.monotonic())
+            while self._spares:
+                candidate = self._spares.pop()
+                if candidate.startswith(mine):  # not a spare of the process this one forked from
+                    spare = candidate
+                    break
+            if spare is None:
+                admin = self._admin_connection()
+                if not self._swept:
+                    self._sweep(admin)
+                    self._swept = True
+                spare = self._clone(admin)
+            start_next = not self._closing and self._cloning == 0
+            if start_next:
+                self._cloning += 1
+        if start_next:
+            self._in_background(self._clone_spare)
+        return spare
+
+    def _clone_spare(self, admin: psycopg.Connection) -> None:
+        name = None
+        try:
+            name = self._clone(admin)
+        finally:
+            with self._admin_lock:
+                self._cloning -= 1
+                keep = name is not None and not self._closing
+                if keep:
+                    self._spares.append(name)
+                self._spare_ready.notify_all()
+        if name is not None and not keep:
+            _drop_database(admin, name)
+
+    def _in_background(self, job) -> None:
+        """Queue ``job(admin_connection)`` for the engine's background thread, which runs the
+        jobs in order on an admin connection of its own (clone the next scratch database while
+        a task runs, drop the used one after it)."""
+        with self._admin_lock:
+            if self._jobs_thread is None or not self._jobs_thread.is_alive():
+                self._jobs_thread = threading.Thread(
+                    target=self._run_jobs, name="ambitab-scratch", daemon=True
                 )
+                self._jobs_thread.start()
+        self._jobs.put(job)
+
+    def _run_jobs(self) -> None:
+        params = self._admin_params
+        assert params is not None
+        admin: psycopg.Connection | None = None
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                break
+            try:
+                if admin is None or admin.closed:
+                    admin = psycopg.connect(make_conninfo(**params), autocommit=True)
+                job(admin)
+            except Exception:  # noqa: BLE001 - the sweep drops whatever was left
+                if admin is not None:
+                    with contextlib.suppress(Exception):
+                        admin.close()
+                admin = None
+        if admin is not None:
+            with contextlib.suppress(Exception):
+                admin.close()
 
     @property
     def task_worker_pid(self) -> int | None:
@@ -611,6 +691,18 @@ class PostgresEngine:
             self._references.close()
         self._task_slot.close()
         with self._admin_lock:
+            self._closing = True
+            thread = self._jobs_thread
+        if thread is not None and thread.is_alive():
+            self._jobs.put(None)
+            thread.join(60)
+        with self._admin_lock:
+            spares, self._spares = self._spares, []
+            if spares and self._admin_params is not None:
+                with contextlib.suppress(Exception):
+                    admin = self._admin_connection()
+                    for name in spares:
+                        _drop_database(admin, name)
             if self._admin is not None:
                 with contextlib.suppress(Exception):
                     self._admin.close()
@@ -728,6 +820,13 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+
+
+def _drop_database(admin: psycopg.Connection, name: str) -> None:
+    with contextlib.suppress(psycopg.Error):
+        admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 def _connection_lost(error: psycopg.Error) -> bool:
