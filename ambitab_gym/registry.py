@@ -20,11 +20,13 @@ no component module does, so "registry -> component" edges cannot close a loop.
 ``tests/test_architecture.py`` counts each reference below as an import edge of this module and
 checks that the package's import graph stays acyclic.
 
-Four kinds are *owned* by lower layers, which need the names themselves and may not import this
+Some names are *owned* by lower layers, which need the names themselves and may not import this
 module: env ids (:data:`ambitab_gym.corpora.corpus.ENV_IDS`, which name resolution needs), SQL
 engines (:data:`ambitab_gym.verify.engines.ENGINES`, which corpora open databases with), LLM
-asker strategies and LLM-oracle access policies (next to their prompts). The registry lists them
-by reference to that one table, so no name is written down twice.
+asker strategies and LLM-oracle access policies (next to their prompts), converters
+(:data:`ambitab_gym.convert.builder.SOURCES`) and the leaky oracles
+(:data:`ambitab_gym.oracles.leaky.LEAKY_ORACLES`). The registry lists them by reference to that
+one table, so no name is written down twice.
 
 Example:
     >>> from ambitab_gym import registry
@@ -189,7 +191,9 @@ _NEEDS = {"llm_client": "an LLM server: pass --llm-url and --model", "corpus": "
 
 _ENTRIES: tuple[Component, ...] = (
     # -- askers (the evaluated policy; paper C.1 baselines and A.4 probes) ---------------------
-    Component("asker", "none", "ambitab_gym.policies.scripted:NoneAsker", "stops at once (pi_none)"),
+    Component(
+        "asker", "none", "ambitab_gym.policies.scripted:NoneAsker", "stops at once (pi_none)"
+    ),
     Component(
         "asker",
         "full",
@@ -277,30 +281,6 @@ _ENTRIES: tuple[Component, ...] = (
         needs=("llm_client",),
         tags=("llm",),
     ),
-    Component(
-        "oracle",
-        "leaky-sql-responder",
-        "ambitab_gym.oracles.leaky:make_leaky_oracle",
-        "deterministic matcher; every answer ends with the reference SQL (caught by dJ_resp)",
-        kwargs={"name": "leaky-sql-responder"},
-        tags=("leaky",),
-    ),
-    Component(
-        "oracle",
-        "generic-credit-matcher",
-        "ambitab_gym.oracles.leaky:make_leaky_oracle",
-        "credits the first open ambiguity for any question (caught by dRec_none)",
-        kwargs={"name": "generic-credit-matcher"},
-        tags=("leaky",),
-    ),
-    Component(
-        "oracle",
-        "schema-word-matcher",
-        "ambitab_gym.oracles.leaky:make_leaky_oracle",
-        "credits the first open ambiguity for any schema word (caught by dRec_spec^Q)",
-        kwargs={"name": "schema-word-matcher"},
-        tags=("leaky",),
-    ),
     # -- env ids not owned by corpora ----------------------------------------------------------
     Component(
         "env",
@@ -312,7 +292,7 @@ _ENTRIES: tuple[Component, ...] = (
 
 #: Kinds whose names live in a table of a lower layer: candidate ``"module:attr"`` references
 #: (the first that imports wins), the factory each name gets, and a description for entries
-#: whose table gives none.
+#: whose table gives none. Listed before the registry's own entries of the kind.
 _OWNED: dict[str, tuple[tuple[str, ...], str, str]] = {
     "env": (
         ("ambitab_gym.corpora.corpus:ENV_IDS",),
@@ -338,6 +318,30 @@ _OWNED: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 
 
+#: Tables of ``name -> factory`` function owned by a lower layer, listed after the registry's own
+#: entries of the kind, with the tags their entries get.
+_OWNED_FACTORIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "oracle": ("ambitab_gym.oracles.leaky:LEAKY_ORACLES", ("leaky",)),
+}
+
+
+def _owned_factories(kind: str) -> tuple[Component, ...]:
+    """Entries whose table maps each name to its factory function (the leaky oracles)."""
+    if kind not in _OWNED_FACTORIES:
+        return ()
+    reference, tags = _OWNED_FACTORIES[kind]
+    return tuple(
+        Component(
+            kind,
+            name,
+            f"{factory.__module__}:{factory.__qualname__}",
+            _description(factory, "", name),
+            tags=tags,
+        )
+        for name, factory in resolve(reference).items()
+    )
+
+
 def _description(value: Any, template: str, name: str) -> str:
     """An owned entry's line: its ``description``, else its docstring's first line (a factory),
     else the kind's template."""
@@ -346,7 +350,10 @@ def _description(value: Any, template: str, name: str) -> str:
         if not (isinstance(text, str) and text.strip()) and callable(value):
             text = inspect.getdoc(value)
         if isinstance(text, str) and text.strip():
-            return " ".join(text.strip().split("\n\n")[0].split())
+            line = " ".join(text.strip().split("\n\n")[0].split()).rstrip(".")
+            if len(line) > 1 and line[1].islower():  # "Credits ..." -> "credits ...", not "SQL"
+                line = line[0].lower() + line[1:]
+            return line
     return template.format(name=name, value=value)
 
 
@@ -398,7 +405,7 @@ def components(kind: str) -> tuple[Component, ...]:
     if kind not in KINDS:
         raise UnknownComponent("component kind", kind, KINDS)
     own = tuple(c for c in _ENTRIES if c.kind == kind)
-    return (_owned(kind) if kind in _OWNED else ()) + own
+    return (_owned(kind) if kind in _OWNED else ()) + own + _owned_factories(kind)
 
 
 def names(kind: str, *, tag: str | None = None) -> tuple[str, ...]:

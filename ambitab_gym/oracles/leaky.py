@@ -11,7 +11,9 @@ Each one breaks the reference oracle in one known way, so that one diagnostic mu
 * :class:`SchemaWordMatcher` (``schema-word-matcher``) - when the deterministic matcher credits
   nothing, credits the first open ambiguity for any question that names a table or column of
   the record's database. Caught by dRec_spec^Q with an asker that names schema words.
-* :func:`make_leaky_oracle` - one of the above by name, built for a corpus.
+* :data:`LEAKY_ORACLES` - the three by name (:func:`leaky_sql_responder`,
+  :func:`generic_credit_matcher`, :func:`schema_word_matcher`: ``corpus -> Oracle``), the one
+  table of their names (the registry lists it); :func:`make_leaky_oracle` builds one by name.
 * :func:`schema_identifiers` - the table and column names of a schema's ``CREATE`` statements
   (:func:`ambitab_gym.textutil.schema_identifiers`, the one sqlglot schema parser, re-exported).
 
@@ -22,7 +24,8 @@ resolutions they credited; the leak is in the credit, not in the words.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 
 from ambitab_gym.corpora import Corpus
 from ambitab_gym.errors import ConfigurationError
@@ -31,16 +34,17 @@ from ambitab_gym.oracles.deterministic import deterministic_oracle
 from ambitab_gym.textutil import schema_identifiers
 
 __all__ = [
+    "LEAKY_ORACLES",
     "LEAKY_ORACLE_NAMES",
     "GenericCreditMatcher",
     "LeakySQLResponder",
     "SchemaWordMatcher",
+    "generic_credit_matcher",
+    "leaky_sql_responder",
     "make_leaky_oracle",
     "schema_identifiers",
+    "schema_word_matcher",
 ]
-
-#: The names :func:`make_leaky_oracle` (and ``--oracle``) accept.
-LEAKY_ORACLE_NAMES = ("leaky-sql-responder", "generic-credit-matcher", "schema-word-matcher")
 
 
 def _first_open(context: OracleContext) -> frozenset[str]:
@@ -184,6 +188,38 @@ def _corpus_identifiers(corpus: Corpus) -> Callable[[str], list[str]]:
     return identifiers
 
 
+def leaky_sql_responder(corpus: Corpus) -> Oracle:
+    """Deterministic matcher; every answer ends with the reference SQL (caught by dJ_resp)."""
+    reference = deterministic_oracle(corpus.manifest.oracle)
+    return Oracle(reference.matcher, LeakySQLResponder(reference.responder))
+
+
+def generic_credit_matcher(corpus: Corpus) -> Oracle:
+    """Credits the first open ambiguity for any question (caught by dRec_none)."""
+    reference = deterministic_oracle(corpus.manifest.oracle)
+    return Oracle(GenericCreditMatcher(reference.matcher), reference.responder)
+
+
+def schema_word_matcher(corpus: Corpus) -> Oracle:
+    """Credits the first open ambiguity for any schema word (caught by dRec_spec^Q)."""
+    reference = deterministic_oracle(corpus.manifest.oracle)
+    return Oracle(
+        SchemaWordMatcher(reference.matcher, _corpus_identifiers(corpus)), reference.responder
+    )
+
+
+#: The leaky oracles by name (``--oracle``; the registry lists this table): name -> factory.
+LEAKY_ORACLES: Mapping[str, Callable[[Corpus], Oracle]] = MappingProxyType(
+    {
+        "leaky-sql-responder": leaky_sql_responder,
+        "generic-credit-matcher": generic_credit_matcher,
+        "schema-word-matcher": schema_word_matcher,
+    }
+)
+#: The names :func:`make_leaky_oracle` (and ``--oracle``) accept.
+LEAKY_ORACLE_NAMES: tuple[str, ...] = tuple(LEAKY_ORACLES)
+
+
 def make_leaky_oracle(name: str, corpus: Corpus) -> Oracle:
     """A leaky oracle by name, built on the corpus's deterministic oracle.
 
@@ -196,15 +232,9 @@ def make_leaky_oracle(name: str, corpus: Corpus) -> Oracle:
         >>> make_leaky_oracle("generic-credit-matcher", load_corpus("bird")).name
         'GenericCreditMatcher+ReferenceResponder'
     """
-    reference = deterministic_oracle(corpus.manifest.oracle)
-    if name == "leaky-sql-responder":
-        return Oracle(reference.matcher, LeakySQLResponder(reference.responder))
-    if name == "generic-credit-matcher":
-        return Oracle(GenericCreditMatcher(reference.matcher), reference.responder)
-    if name == "schema-word-matcher":
-        return Oracle(
-            SchemaWordMatcher(reference.matcher, _corpus_identifiers(corpus)), reference.responder
+    factory = LEAKY_ORACLES.get(name)
+    if factory is None:
+        raise ConfigurationError(
+            f"unknown leaky oracle {name!r}; use one of {', '.join(LEAKY_ORACLE_NAMES)}"
         )
-    raise ConfigurationError(
-        f"unknown leaky oracle {name!r}; use one of {', '.join(LEAKY_ORACLE_NAMES)}"
-    )
+    return factory(corpus)
