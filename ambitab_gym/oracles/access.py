@@ -2,7 +2,7 @@
 
 * :func:`sql_segments` - reference SQL cut into clause segments with sqlglot.
 * :class:`AccessPolicy` - ``scoped`` / ``unfiltered``, with the "responder reads the reference
-  SQL" switch (DESIGN section 6; paper Table 6).
+  SQL" switch (docs/design.md section 5; paper Table 6).
 * :data:`ORACLE_POLICIES` - the policy vocabulary: name -> factory of its :class:`AccessPolicy`
   (``auto``, offered by the command line, picks one of them by the corpus's oracle kind:
   :func:`policy_for_corpus`).

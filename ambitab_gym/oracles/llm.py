@@ -1,4 +1,4 @@
-"""The two-stage LLM oracle (DESIGN section 6; paper Table 6, Appendix G).
+"""The two-stage LLM oracle (docs/design.md section 5; paper Table 6, Appendix G).
 
 * :func:`sql_segments`, :class:`AccessPolicy`, :class:`NotesBuilder`, :func:`resolve_term` - what
   each stage may read (defined in :mod:`ambitab_gym.oracles.access`, re-exported here): ``scoped`` or

@@ -4,7 +4,7 @@
 * :class:`Menu` - the candidates of one episode; :func:`build_menu` makes it from a
   :class:`~ambitab_gym.trajectory.PublicView` **only** (request phrases, schema table and column
   names, :data:`OPEN_QUESTIONS`, ``STOP``). It never sees the record, so it cannot offer a
-  candidate derived from registered ambiguities or resolutions (DESIGN section 3). Schema names
+  candidate derived from registered ambiguities or resolutions (docs/design.md section 3). Schema names
   come from :func:`ambitab_gym.textutil.schema_names` (sqlglot), re-exported here.
 * :class:`MenuLayout` - the shape of the numeric observation (global features + one feature row
   per slot); :func:`menu_features` computes it from the public view and the menu.
