@@ -45,7 +45,14 @@ TASKS = {
 # tasks whose reason comes from the record, whatever the SQL
 BROKEN = {
     "broken-reference": ("SELECT * FROM no_such_table", {}, "reference_error"),
-    "writes": (COUNT, {"preprocess_sql": ["UPDATE staff SET salary = 0"]}, "unsupported"),
+    # a write task runs in the verifier's scratch copy: the same count matches
+    "writes": (COUNT, {"preprocess_sql": ["UPDATE staff SET salary = 0"]}, "match"),
+    # a PostgreSQL-only solution on DuckDB (DuckDB has no json_object_agg)
+    "postgres-only": (
+        "SELECT json_object_agg(name, salary) FROM staff",
+        {"engine": "duckdb"},
+        "unsupported",
+    ),
 }
 EXPECTED = {f"T-{name}": reason for name, (_, reason) in TASKS.items()} | {
     f"T-{name}": reason for name, (_, _, reason) in BROKEN.items()
@@ -140,7 +147,7 @@ def test_every_verdict_reason_is_stored_and_counted(corpus, tmp_path):
         "reference_error",
         "unsupported",
     }
-    assert counts["runtime"] == 2 and counts["match"] == 2
+    assert counts["runtime"] == 2 and counts["match"] == 3
     expected_counts = {c: dict(sorted(counts.items())) for c in ("asker", "full", "none")}
     assert summary.verdict_reasons == expected_counts
     assert summary.to_json()["verdict_reasons"] == expected_counts
