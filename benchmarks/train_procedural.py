@@ -143,22 +143,28 @@ def main() -> None:
                 ent_coef=0.01,
                 seed=seed,
             )
-            tick = time.perf_counter()
+            tick, cpu_tick = time.perf_counter(), time.process_time()
             model.learn(args.steps)
             train_s = time.perf_counter() - tick
+            train_cpu_s = time.process_time() - cpu_tick  # unaffected by other jobs
             # seconds the envs spent generating tasks (summed over envs; with --subproc they
             # overlap each other and PPO, so the share is an upper bound of the time lost)
-            generation_s = (
-                sum(s["seconds"] for s in venv.env_method("generation_stats"))
-                if source == "procedural"
-                else 0.0
-            )
+            stats = venv.env_method("generation_stats") if source == "procedural" else []
+            generation_s = sum(s["seconds"] for s in stats)
+            generation_cpu_s = sum(s["cpu_seconds"] for s in stats)
             venv.close()
             scores = {
                 name: evaluate_menu_policy(model, env)[0] for name, env in evaluations.items()
             }
             runs.append(
-                {"seed": seed, "train_s": train_s, "generation_s": generation_s, "scores": scores}
+                {
+                    "seed": seed,
+                    "train_s": train_s,
+                    "train_cpu_s": train_cpu_s,
+                    "generation_s": generation_s,
+                    "generation_cpu_s": generation_cpu_s,
+                    "scores": scores,
+                }
             )
             print(
                 f"{source} seed {seed}: "
@@ -169,11 +175,18 @@ def main() -> None:
         result[f"{source}_train_steps_per_s"] = round(
             statistics.fmean(args.steps / r["train_s"] for r in runs), 1
         )
+        result[f"{source}_train_steps_per_cpu_s"] = round(
+            statistics.fmean(args.steps / r["train_cpu_s"] for r in runs), 1
+        )
         if source == "procedural":
             # the generator's share of a PPO step: seconds generating / seconds training
             result["procedural_generation_share"] = round(
                 statistics.fmean(r["generation_s"] / r["train_s"] for r in runs), 3
             )
+            if not args.subproc:  # the envs run in this process: CPU seconds on both sides
+                result["procedural_generation_share_cpu"] = round(
+                    statistics.fmean(r["generation_cpu_s"] / r["train_cpu_s"] for r in runs), 3
+                )
             result["procedural_generation_ms_per_step"] = round(
                 statistics.fmean(1000 * r["generation_s"] / args.steps for r in runs), 3
             )

@@ -132,9 +132,15 @@ class ProceduralEnv(AmbiTabEnv):
         return self.generator.configure(**overrides)
 
     def generation_stats(self) -> dict[str, float]:
-        """Tasks generated so far and the seconds spent generating them (the generator's
-        share of a training run: ``envs.env_method("generation_stats")`` on a vector env)."""
-        return {"tasks": self.generator.generated, "seconds": self.generator.seconds}
+        """Tasks generated so far and the elapsed and CPU seconds spent generating them (the
+        generator's share of a training run: ``envs.env_method("generation_stats")`` on a
+        vector env)."""
+        generator = self.generator
+        return {
+            "tasks": generator.generated,
+            "seconds": generator.seconds,
+            "cpu_seconds": generator.cpu_seconds,
+        }
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -286,9 +286,10 @@ class TaskGenerator:
         self.config = replace(config, **overrides) if overrides else config
         self.pool = pool if pool is not None else DatabasePool()
         self.validate = bool(validate)
-        #: tasks returned by :meth:`generate` and the seconds spent in it (its share of a run)
+        #: tasks returned by :meth:`generate`, and the elapsed and CPU seconds spent in it
         self.generated = 0
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
 
     def configure(self, **overrides) -> GeneratorConfig:
         """Replace config fields (a curriculum step); databases stay cached."""
@@ -329,7 +330,7 @@ class TaskGenerator:
             ConfigurationError: no valid task within the retry limit (m is capped at the number of
                 families; a family that fits no skeleton cannot occur).
         """
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         if isinstance(seed, np.random.Generator):
             seed = int(seed.integers(2**63))
         seed = int(seed)
@@ -347,6 +348,7 @@ class TaskGenerator:
             if task is not None:
                 self.generated += 1
                 self.seconds += time.perf_counter() - start
+                self.cpu_seconds += time.process_time() - cpu_start
                 return task
         raise ConfigurationError(
             f"no valid task for seed {seed} in {_MAX_TRIES} draws with {self.config}"
