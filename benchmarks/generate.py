@@ -151,11 +151,14 @@ def main() -> None:
 
     # what AmbiTab-Procedural-v0 draws by default: the train domains, the fast record path
     fast = TaskGenerator(validate=False, domains="train")
-    validated = TaskGenerator(validate=True, pool=fast.pool, domains="train")
+    # its own pool: the result caches of a pool warm up as it generates, so sharing one would
+    # favour whichever generator runs second
+    validated = TaskGenerator(validate=True, domains="train")
     copies = {}  # the floor runs on its own copies of the databases: no result caches
     for domain in fast.config.domains:  # build the database pool first
         for index in range(fast.config.databases_per_domain):
             db = fast.database(domain, index)
+            validated.database(domain, index)
             copies[db.name] = sqlite3.connect(":memory:")
             db.connection.backup(copies[db.name])
     bird = gym.make("AmbiTab-Bird-v0")
