@@ -9,6 +9,8 @@
 * :func:`response_format` - the ``response_format`` request field asking for JSON that follows
   a schema (structured output).
 * :data:`DEFAULT_CONCURRENCY` - requests in flight when nobody says otherwise.
+* :class:`ServerInfo` - what :meth:`LLMClient.apreflight` (the pre-flight check of a server:
+  reachable, key accepted, model listed by ``/v1/models``; llama.cpp's slot count) found.
 * :class:`LLMError` and its subclasses - every failure carries a ``category`` (``timeout``,
   ``connection``, ``http_500``, ``http_429``, ``malformed_output``, ``context_overflow``, ...)
   that evaluation campaigns record on the episode.
@@ -23,14 +25,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import re
 import threading
 import time
 import weakref
 from collections import Counter, deque
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -39,12 +43,21 @@ import httpx
 from ambitab_gym import defaults
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.llm.errors import (
+    LLMAuthError,
     LLMConnectionError,
     LLMContextOverflow,
     LLMError,
     LLMHTTPError,
     LLMMalformedResponse,
     LLMTimeout,
+    LLMUnknownModel,
+)
+from ambitab_gym.llm.sampling import (
+    EpisodeKey,
+    Sampling,
+    SamplingTable,
+    current_episode,
+    derive_seed,
 )
 from ambitab_gym.llm.usage import CallRecord, UsageSummary
 from ambitab_gym.textutil import strip_thinking
@@ -60,11 +73,14 @@ __all__ = [
     "LLMHTTPError",
     "LLMMalformedResponse",
     "LLMTimeout",
+    "ServerInfo",
     "UsageSummary",
     "response_format",
 ]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("ambitab_gym.llm")
 
 #: Requests in flight when the command line does not say (``defaults.LLM_CONCURRENCY``).
 DEFAULT_CONCURRENCY: int = defaults.LLM_CONCURRENCY
@@ -97,12 +113,63 @@ class ChatResult:
         raw: the message content as the server sent it.
         finish_reason: the server's finish reason.
         record: the call's accounting.
+        parsed: what the caller's ``parse`` made of ``text`` (None without one).
+        seed: the seed sent with the attempt that answered (None when none was sent).
     """
 
     text: str
     raw: str
     finish_reason: str | None
     record: CallRecord
+    parsed: Any = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the pre-flight check of a server found (:meth:`LLMClient.apreflight`).
+
+    Attributes:
+        base_url: the server's OpenAI base URL.
+        model: the model the client asks for.
+        models: the names ``GET /v1/models`` lists; None when the server has no such route.
+        slots: parallel slots the server reports (llama.cpp's ``/props`` ``total_slots``), else
+            None (vLLM, Ollama and hosted APIs do not say).
+        warnings: what the user should know but need not stop for.
+    """
+
+    base_url: str
+    model: str
+    models: tuple[str, ...] | None = None
+    slots: int | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def _served_match(model: str, served: Sequence[str]) -> bool:
+    """Whether ``model`` names one of the served models (Ollama adds ``:latest`` to bare names)."""
+    return model in served or f"{model}:latest" in served
+
+
+def _read_models(response: httpx.Response) -> tuple[tuple[str, ...] | None, set[str]]:
+    """The model ids of a ``/models`` answer and their ``owned_by`` values (None: unreadable)."""
+    try:
+        data = response.json()["data"]
+        ids = tuple(str(item["id"]) for item in data)
+        owners = {str(item.get("owned_by")) for item in data if isinstance(item, dict)}
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        return None, set()
+    return ids, owners
+
+
+async def _llamacpp_slots(http: httpx.AsyncClient, base_url: str) -> int | None:
+    """llama.cpp's parallel slots (``GET /props`` at the server root: ``total_slots``), or None."""
+    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    try:
+        response = await http.get(f"{root}/props")
+        slots = response.json().get("total_slots") if response.status_code == 200 else None
+    except (httpx.HTTPError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
 
 
 #: Connections per httpx pool. httpcore's pool scans every connection on each request (and
@@ -187,6 +254,13 @@ class LLMClient:
         structured_output: ask the LLM parts built on this client for JSON-schema constrained
             output (``response_format``); a part may override it.
         history: how many per-call records to keep in :attr:`calls` (totals are always kept).
+        sampling: per-role sampling (:class:`~ambitab_gym.llm.sampling.SamplingTable`, or
+            ``{role: Sampling | {key: value}}`` laid over the defaults and over the
+            ``temperature``/``top_p``/``top_k``/``max_tokens``/``seed`` given here, which apply
+            to every role). Calls made with ``role=`` use it; see :attr:`sampling`.
+        log_path: append one JSON line per call to this file (request messages, sampling, raw
+            reply, parsed result, attempts, latency, tokens, error). It holds the oracle's
+            privileged prompts: analyst data, never shown to the agent.
 
     Example:
         >>> from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
@@ -218,6 +292,8 @@ class LLMClient:
         extra_body: Mapping[str, Any] | None = None,
         structured_output: bool = False,
         history: int = 10_000,
+        sampling: SamplingTable | Mapping[str, Sampling | Mapping[str, Any]] | None = None,
+        log_path: str | Path | None = None,
     ) -> None:
         if not model:
             raise ValueError("name the model the server serves (e.g. --model Qwen/Qwen3-8B)")
@@ -229,6 +305,7 @@ class LLMClient:
             raise ValueError("max_retries must be 0 or more")
         self.base_url = _normalize_base_url(base_url)
         self.model = model
+        self.api_key_env = api_key_env
         self.api_key = api_key if api_key is not None else os.environ.get(api_key_env) or None
         self.concurrency = int(concurrency)
         self.timeout_s = float(timeout_s)
@@ -247,11 +324,27 @@ class LLMClient:
         self.structured_output = bool(structured_output)
         self.calls: deque[CallRecord] = deque(maxlen=history)
         self._usage = UsageSummary()
+        self._usage_by_role: dict[str, UsageSummary] = {}
+        if isinstance(sampling, SamplingTable):
+            self.sampling: SamplingTable = sampling
+        else:
+            self.sampling = SamplingTable.build(
+                roles=sampling,
+                temperature=temperature,
+                top_p=top_p,
+                top_k=top_k,
+                max_tokens=max_tokens,
+                seed=seed,
+            )
+        self.log_path = Path(log_path) if log_path is not None else None
+        self._log_lock = threading.Lock()
         self._lock = threading.Lock()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
         self._runner: _LoopThread | None = None
+        #: the warning given once when requests queue past half the timeout (None: not yet)
+        self.queue_hint: str | None = None
 
     @classmethod
     def from_options(
@@ -299,10 +392,44 @@ class LLMClient:
             copy = UsageSummary(**{**self._usage.__dict__, "errors": Counter(self._usage.errors)})
         return copy
 
+    @property
+    def usage_by_role(self) -> dict[str, UsageSummary]:
+        """Totals per role (the ``role`` of each call, else its tag), copies."""
+        with self._lock:
+            return {
+                role: UsageSummary(**{**usage.__dict__, "errors": Counter(usage.errors)})
+                for role, usage in sorted(self._usage_by_role.items())
+            }
+
     def _record(self, record: CallRecord) -> None:
         with self._lock:
             self.calls.append(record)
             self._usage.add(record)
+            key = record.role or record.tag or "other"
+            self._usage_by_role.setdefault(key, UsageSummary()).add(record)
+
+    def _log_call(self, entry: dict[str, Any]) -> None:
+        """Write one call to the log file (JSONL) and to the ``ambitab_gym.llm`` logger."""
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "LLM call %s turn %s attempts %d latency %.3fs tokens %d+%d error %s\n"
+                "messages: %s\nreply: %s\nparsed: %s",
+                entry["role"],
+                entry["turn"],
+                entry["attempts"],
+                entry["latency_s"],
+                entry["prompt_tokens"],
+                entry["completion_tokens"],
+                entry["error"],
+                json.dumps(entry["messages"], ensure_ascii=False),
+                entry["raw"],
+                entry["parsed"],
+            )
+        if self.log_path is None:
+            return
+        line = json.dumps(entry, ensure_ascii=False, default=_jsonable) + "\n"
+        with self._log_lock, self.log_path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
 
     # -- event loops -----------------------------------------------------------------------------
 
@@ -370,6 +497,121 @@ class LLMClient:
         await self.aclose()
         self.close()
 
+    # -- pre-flight ------------------------------------------------------------------------------
+
+    async def apreflight(self) -> ServerInfo:
+        """Check the server before a campaign: reachable, key accepted, model served.
+
+        Sends ``GET {base_url}/models`` (with the API key, if any) and ``GET /props`` at the
+        server's root (llama.cpp reports its parallel slots there); no chat completion is made.
+        A server without ``/models`` (404, 405, 501) only earns a warning, and so does a model
+        name llama.cpp does not list (llama.cpp serves its one model under any name).
+
+        Returns:
+            What was found (:class:`ServerInfo`), with the warnings to show.
+
+        Raises:
+            LLMConnectionError: the server cannot be reached (the message names the URL).
+            LLMTimeout: it accepted the connection but did not answer in time.
+            LLMAuthError: it answered 401/403 (the message names the key's variable).
+            LLMUnknownModel: ``/models`` does not list the model (the message lists those served).
+            LLMHTTPError: ``/models`` answered another error status.
+        """
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        timeout = min(self.timeout_s, 30.0)
+        url = f"{self.base_url}/models"
+        notes: list[str] = []
+        models: tuple[str, ...] | None = None
+        async with httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(timeout), trust_env=False
+        ) as http:
+            try:
+                response = await http.get(url)
+            except httpx.TimeoutException:
+                raise LLMTimeout(
+                    f"the LLM server at {self.base_url} did not answer GET {url} within "
+                    f"{timeout:g} s; is it overloaded or still loading the model?"
+                ) from None
+            except httpx.TransportError as exc:
+                raise LLMConnectionError(
+                    f"cannot reach the LLM server at {self.base_url} ({type(exc).__name__}: "
+                    f"{exc}); start the server, or fix --llm-url (default $OPENAI_BASE_URL)"
+                ) from None
+            status = response.status_code
+            if status in (401, 403):
+                raise LLMAuthError(self._auth_message(status, response.text[:200]), status=status)
+            if status in (404, 405, 501):
+                notes.append(
+                    f"{self.base_url} has no /models route ({status}): the model name "
+                    f"{self.model!r} was not checked"
+                )
+            elif status != 200:
+                raise LLMHTTPError(
+                    f"the LLM server at {self.base_url} answered {status} to GET {url}: "
+                    f"{response.text[:200]}",
+                    status=status,
+                )
+            else:
+                models, owners = _read_models(response)
+                if models is None:
+                    notes.append(f"{url} sent no model list: the model name was not checked")
+                elif not _served_match(self.model, models):
+                    listed = ", ".join(models) or "none"
+                    if "llamacpp" in owners:
+                        notes.append(
+                            f"llama.cpp at {self.base_url} serves {listed}; it answers requests "
+                            f"for {self.model!r} with that model"
+                        )
+                    else:
+                        raise LLMUnknownModel(
+                            f"the LLM server at {self.base_url} does not serve the model "
+                            f"{self.model!r}; it serves: {listed}. Pass one of them with --model "
+                            "(or $AMBITAB_LLM_MODEL)",
+                            model=self.model,
+                            served=models,
+                        )
+            slots = await _llamacpp_slots(http, self.base_url)
+        return ServerInfo(self.base_url, self.model, models, slots, tuple(notes))
+
+    def preflight(self) -> ServerInfo:
+        """Blocking :meth:`apreflight`."""
+        return self.run_sync(self.apreflight())
+
+    def _auth_message(self, status: int, text: str) -> str:
+        variable = self.api_key_env
+        if self.api_key:
+            return (
+                f"the LLM server at {self.base_url} refused the API key ({status}: {text}); "
+                f"set ${variable} to a key it accepts, or name the variable holding one with "
+                "--api-key-env"
+            )
+        return (
+            f"the LLM server at {self.base_url} wants an API key ({status}) and none was sent: "
+            f"${variable} is not set; set it, or name the variable holding the key with "
+            "--api-key-env"
+        )
+
+    def _queue_hint(self, latency: float, in_flight: int) -> None:
+        """Warn once when a request took over half the timeout: the server is queueing them."""
+        with self._lock:
+            if self.queue_hint is not None:
+                return
+            suggested = max(1, int(in_flight * self.timeout_s / 4 / max(latency, 1e-9)))
+            if in_flight <= 1 or suggested >= in_flight:
+                hint = (
+                    f"a request to {self.base_url} took {latency:.1f} s of the "
+                    f"{self.timeout_s:g} s timeout; the model is slow: raise --llm-timeout"
+                )
+            else:
+                hint = (
+                    f"a request to {self.base_url} took {latency:.1f} s of the "
+                    f"{self.timeout_s:g} s timeout with {in_flight} requests in flight: the "
+                    f"server is queueing them; try --concurrency {suggested} (or a larger "
+                    "--llm-timeout)"
+                )
+            self.queue_hint = hint
+        logger.warning("%s", hint)
+
     # -- calls -----------------------------------------------------------------------------------
 
     def _body(self, messages: Sequence[Mapping[str, str]], overrides: Mapping[str, Any]) -> dict:
@@ -427,6 +669,7 @@ class LLMClient:
             async with state.semaphore:
                 sent = time.perf_counter()
                 shard = state.pick()
+                in_flight = sum(state.loads)
                 try:
                     response = await asyncio.wait_for(
                         state.shards[shard].post(url, content=payload), timeout=self.timeout_s
@@ -438,6 +681,8 @@ class LLMClient:
                 finally:
                     state.loads[shard] -= 1
                 latency = time.perf_counter() - sent
+            if latency > self.timeout_s / 2 and self.queue_hint is None:
+                self._queue_hint(latency, in_flight)
             if response is not None:
                 status = response.status_code
                 if status == 200:

@@ -4,6 +4,8 @@
 * :class:`LLMTimeout` (``timeout``), :class:`LLMConnectionError` (``connection``),
   :class:`LLMHTTPError` (``http_<status>``), :class:`LLMContextOverflow` (``context_overflow``),
   :class:`LLMMalformedResponse` (``malformed_output``).
+* :class:`LLMAuthError` (``auth``), :class:`LLMUnknownModel` (``unknown_model``): what the
+  pre-flight check of a server (:meth:`ambitab_gym.llm.client.LLMClient.apreflight`) refuses.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 from ambitab_gym.errors import LLMServiceError
 
 __all__ = [
+    "LLMAuthError",
     "LLMConnectionError",
     "LLMContextOverflow",
     "LLMError",
     "LLMHTTPError",
     "LLMMalformedResponse",
     "LLMTimeout",
+    "LLMUnknownModel",
 ]
 
 
@@ -77,3 +81,28 @@ class LLMMalformedResponse(LLMError):
     """The server answered 200 with a body that is not a chat completion (not retried)."""
 
     category = "malformed_output"
+
+
+class LLMAuthError(LLMError):
+    """The server refused the API key (401/403), or wants one and none was sent."""
+
+    category = "auth"
+
+
+class LLMUnknownModel(LLMError):
+    """The server's ``/v1/models`` does not list the requested model.
+
+    Attributes:
+        model: the requested name.
+        served: the names the server lists.
+
+    >>> LLMUnknownModel("no", model="m", served=("a",)).served
+    ('a',)
+    """
+
+    category = "unknown_model"
+
+    def __init__(self, message: str, *, model: str, served: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.model = model
+        self.served = tuple(served)

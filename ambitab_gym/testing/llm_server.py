@@ -9,7 +9,8 @@
 * :data:`FAULTS`, :class:`ScriptServer` - re-exported from
   :mod:`ambitab_gym.testing.llm_server_core` (the asyncio HTTP/1.1 core).
 * :class:`ScriptedServer` - a real HTTP/1.1 server on 127.0.0.1 speaking
-  ``POST /v1/chat/completions`` and ``GET /v1/models``, run in a background thread or in a
+  ``POST /v1/chat/completions`` (and, when configured, ``GET /v1/models``, llama.cpp's
+  ``GET /props`` and an API-key check), run in a background thread or in a
   separate process, with a control API to read the requests it received, its statistics
   (requests, most requests in flight at once) and to queue faults.
 
@@ -99,7 +100,12 @@ class ScriptedServer:
         latency_s: seconds every reply waits (a rule may override it).
         max_context_tokens: prompts longer than this (in words) are rejected as context overflow.
         hang_s: how long the ``timeout`` fault keeps a request waiting.
-        model: the model name ``/v1/models`` reports.
+        model: the model name a reply carries when its request names none.
+        models: the names ``GET /v1/models`` lists; None (the default): no such route (404),
+            so clients' pre-flight checks only warn and any model name is accepted.
+        api_key: when set, every request without ``Authorization: Bearer <api_key>`` gets a 401
+            (the control routes excepted).
+        slots: when set, ``GET /props`` (at the root) reports ``total_slots`` like llama.cpp.
         process: run in a separate Python process (no shared GIL with the client: benchmarks).
         record_requests: keep every request body for :meth:`requests` (off for long benchmarks).
 
@@ -119,6 +125,9 @@ class ScriptedServer:
         max_context_tokens: int | None = None,
         hang_s: float = 30.0,
         model: str = "scripted",
+        models: Sequence[str] | None = None,
+        api_key: str | None = None,
+        slots: int | None = None,
         process: bool = False,
         record_requests: bool = True,
     ) -> None:
@@ -128,6 +137,9 @@ class ScriptedServer:
             "max_context_tokens": max_context_tokens,
             "hang_s": hang_s,
             "model": model,
+            "models": None if models is None else list(models),
+            "api_key": api_key,
+            "slots": slots,
             "record_requests": record_requests,
         }
         self.process = process

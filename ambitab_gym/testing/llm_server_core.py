@@ -31,7 +31,8 @@ FAULTS = (
     "disconnect",
 )
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
+_REASONS |= {429: "Too Many Requests"}
 _REASONS |= {500: "Internal Server Error", 503: "Service Unavailable"}
 
 
@@ -100,6 +101,10 @@ class _Script:
         self.max_context_tokens = config.get("max_context_tokens")
         self.model = str(config.get("model", "scripted"))
         self.record_requests = bool(config.get("record_requests", True))
+        models = config.get("models")
+        self.models = None if models is None else [str(m) for m in models]
+        self.api_key = config.get("api_key") or None
+        self.slots = config.get("slots")
         self.reset()
 
     def reset(self) -> None:
@@ -201,10 +206,21 @@ class ScriptServer:
         self, method: str, path: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, bytes, dict[str, str]] | None:
         script = self.script
+        key = script.api_key
+        if (
+            key
+            and not path.startswith("/_scripted/")
+            and headers.get("authorization") != (f"Bearer {key}")
+        ):
+            error = {"message": "Incorrect API key provided.", "code": "invalid_api_key"}
+            return 401, _json({"error": {**error, "type": "invalid_request_error"}}), {}
         if method == "POST" and path.endswith("/chat/completions"):
             return await self.chat(headers, body)
-        if method == "GET" and path.endswith("/models"):
-            return 200, _json({"object": "list", "data": [{"id": script.model}]}), {}
+        if method == "GET" and path.endswith("/models") and script.models is not None:
+            data = [{"id": m, "object": "model", "owned_by": "scripted"} for m in script.models]
+            return 200, _json({"object": "list", "data": data}), {}
+        if method == "GET" and path == "/props" and script.slots is not None:
+            return 200, _json({"total_slots": int(script.slots), "model_path": "scripted"}), {}
         if method == "GET" and path == "/_scripted/requests":
             return 200, _json(script.requests), {}
         if method == "GET" and path == "/_scripted/stats":
