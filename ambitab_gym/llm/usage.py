@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallRecord", "UsageSummary"]
+__all__ = ["CallRecord", "UsageSummary", "format_usage"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ class CallRecord:
         latency_s: duration of the last HTTP attempt.
         elapsed_s: from the call to its end, including waiting for a slot and backoff.
         prompt_tokens, completion_tokens: as the server reported them (0 when it did not).
+        role: the LLM role (``asker``, ``matcher``, ``responder``, ``solver``; "" when unnamed).
+        timeouts: attempts that ran into the timeout.
     """
 
     tag: str
@@ -35,6 +37,8 @@ class CallRecord:
     elapsed_s: float
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    role: str = ""
+    timeouts: int = 0
 
 
 @dataclass
@@ -56,6 +60,12 @@ class UsageSummary:
     latency_s: float = 0.0
     elapsed_s: float = 0.0
     errors: Counter = field(default_factory=Counter)
+    timeouts: int = 0
+
+    @property
+    def retries(self) -> int:
+        """Attempts beyond the first of each call."""
+        return self.attempts - self.calls
 
     @property
     def total_tokens(self) -> int:
@@ -70,6 +80,7 @@ class UsageSummary:
         self.calls += 1
         self.attempts += record.attempts
         self.elapsed_s += record.elapsed_s
+        self.timeouts += record.timeouts
         if record.ok:
             self.ok += 1
             self.prompt_tokens += record.prompt_tokens
@@ -84,9 +95,28 @@ class UsageSummary:
             "calls": self.calls,
             "ok": self.ok,
             "attempts": self.attempts,
+            "retries": self.retries,
+            "timeouts": self.timeouts,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
             "mean_latency_s": self.mean_latency_s,
             "errors": dict(self.errors),
         }
+
+
+def format_usage(by_role: dict[str, UsageSummary]) -> str:
+    """One line per campaign: calls, retries, timeouts, mean latency and tokens per role.
+
+    >>> usage = UsageSummary()
+    >>> usage.add(CallRecord("t", True, None, 2, 0.5, 0.6, 10, 3, role="asker", timeouts=1))
+    >>> format_usage({"asker": usage})
+    'LLM calls: asker 1 (retries 1, timeouts 1, errors 0, mean latency 0.50 s, tokens 10+3)'
+    """
+    parts = [
+        f"{role} {u.calls} (retries {u.retries}, timeouts {u.timeouts}, "
+        f"errors {sum(u.errors.values())}, mean latency {u.mean_latency_s:.2f} s, "
+        f"tokens {u.prompt_tokens}+{u.completion_tokens})"
+        for role, u in by_role.items()
+    ]
+    return "LLM calls: " + ("; ".join(parts) if parts else "none")
