@@ -94,8 +94,28 @@ def oracle_options(args: argparse.Namespace) -> dict:
     return oracle_options_from_args(args)
 
 
+def wants_llm(args: argparse.Namespace) -> bool:
+    """Whether a part named on the command line is an LLM one (``llm:STRATEGY``, ``llm``)."""
+    asker = str(getattr(args, "asker", None) or "")
+    return (
+        asker == "llm"
+        or asker.startswith("llm:")
+        or getattr(args, "solver", None) == "llm"
+        or getattr(args, "oracle", None) == "llm"
+    )
+
+
+def _env_defaults(args: argparse.Namespace) -> None:
+    """With an LLM part, unset --llm-url/--model come from OPENAI_BASE_URL/AMBITAB_LLM_MODEL."""
+    if wants_llm(args):
+        from ambitab_gym.commands.llm_options import apply_env_defaults
+
+        apply_env_defaults(args)
+
+
 def llm_client_from(args: argparse.Namespace):
-    """The LLM client named by --llm-url/--model, or None."""
+    """The LLM client named by --llm-url/--model (or their environment variables), or None."""
+    _env_defaults(args)
     if not getattr(args, "llm_url", None):
         return None
     from ambitab_gym.commands.llm_options import client_from_args
@@ -103,8 +123,25 @@ def llm_client_from(args: argparse.Namespace):
     return client_from_args(args)
 
 
+def check_llm_server(client, args: argparse.Namespace, concurrency: int, prog: str) -> int:
+    """Pre-flight check of the LLM server before anything runs; returns the concurrency to use
+    (fitted to a llama.cpp server's slots unless --concurrency was given)."""
+    if client is None:
+        return concurrency
+    from ambitab_gym.commands.llm_options import preflight
+
+    try:
+        return preflight(
+            [client], concurrency=concurrency, fixed=args.concurrency is not None, prog=prog
+        )
+    except Exception:
+        client.close()
+        raise
+
+
 def llm_identity(args: argparse.Namespace) -> dict:
     """What identifies the LLM setup of a campaign (part of its id, so changes start afresh)."""
+    _env_defaults(args)
     if not getattr(args, "llm_url", None):
         return {}
     keys = ("llm_url", "model", "temperature", "top_p", "no_thinking")
@@ -134,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
         )
         client = llm_client_from(args)
         concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
+        concurrency = check_llm_server(client, args, concurrency, "ambitab-gym evaluate")
         with ResultsStore(args.results) as store:
             summary = run_campaign(
                 config,

@@ -102,7 +102,12 @@ def _points(value: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ambitab_gym.commands.evaluate import llm_client_from, llm_identity, oracle_options
+    from ambitab_gym.commands.evaluate import (
+        check_llm_server,
+        llm_client_from,
+        llm_identity,
+        oracle_options,
+    )
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
     from ambitab_gym.diagnostics import LeakageConfig, format_leakage_table, run_leakage
     from ambitab_gym.errors import AmbiTabError
@@ -133,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         )
         client = llm_client_from(args)
         concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
+        concurrency = check_llm_server(client, args, concurrency, "ambitab-gym leakage")
         with ResultsStore(args.results) as store:
             report = run_leakage(
                 config,

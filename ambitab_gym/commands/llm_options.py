@@ -8,23 +8,65 @@
   ``--responder-reads-sql``, ``--matcher-reads-dialogue`` and the options of
   :func:`~ambitab_gym.oracles.llm.make_llm_oracle` they describe.
 * :data:`DEFAULT_CONCURRENCY` - requests in flight when ``--concurrency`` is not given.
+* :data:`URL_ENV`, :data:`KEY_ENV`, :data:`MODEL_ENVS` - the environment variables that stand in
+  for ``--llm-url``, the key and ``--model`` (``from_env=True``; see :func:`apply_env_defaults`).
+* :func:`preflight` - check each server before a campaign (:meth:`LLMClient.apreflight`), print
+  its warnings, and fit the concurrency to a llama.cpp server's slots.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any
 
+from ambitab_gym.errors import UsageError
 from ambitab_gym.llm.client import DEFAULT_CONCURRENCY, LLMClient
 from ambitab_gym.oracles.access import ORACLE_POLICY_CHOICES
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "KEY_ENV",
+    "MODEL_ENVS",
+    "URL_ENV",
     "add_llm_arguments",
     "add_oracle_arguments",
+    "apply_env_defaults",
     "client_from_args",
     "oracle_options_from_args",
+    "preflight",
 ]
+
+#: The server's base URL when ``--llm-url`` is not given (as the OpenAI SDK reads it).
+URL_ENV = "OPENAI_BASE_URL"
+#: The variable holding the API key when ``--api-key-env`` is not given.
+KEY_ENV = "OPENAI_API_KEY"
+#: The model when ``--model`` is not given: the first of these that is set.
+MODEL_ENVS = ("AMBITAB_LLM_MODEL", "OPENAI_MODEL")
+
+
+def apply_env_defaults(args: argparse.Namespace, *, prefix: str = "") -> None:
+    """Fill an unset ``--llm-url`` / ``--model`` from :data:`URL_ENV` / :data:`MODEL_ENVS`.
+
+    The namespace is changed in place (so the campaign's identity records the server that was
+    used); prefixed options (``oracle-``) fall back to the unprefixed ones and are left alone.
+
+    Example:
+        >>> args = argparse.Namespace(llm_url=None, model="given")
+        >>> apply_env_defaults(args)  # with OPENAI_BASE_URL unset, the URL stays unset
+        >>> args.model
+        'given'
+    """
+    if prefix:
+        return
+    if not getattr(args, "llm_url", None) and os.environ.get(URL_ENV):
+        args.llm_url = os.environ[URL_ENV]
+    if not getattr(args, "model", None):
+        for name in MODEL_ENVS:
+            if os.environ.get(name):
+                args.model = os.environ[name]
+                break
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
@@ -63,7 +105,8 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
     add(
         "api-key-env",
         default=None,
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
+        help=f"environment variable holding the API key (default {KEY_ENV}; an explicitly "
+        "named variable must be set)",
     )
     add(
         "concurrency",
@@ -95,7 +138,11 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
 
 
 def client_from_args(
-    args: argparse.Namespace, *, prefix: str = "", seed: int | None = None
+    args: argparse.Namespace,
+    *,
+    prefix: str = "",
+    seed: int | None = None,
+    from_env: bool = False,
 ) -> LLMClient | None:
     """The :class:`LLMClient` the options of :func:`add_llm_arguments` describe.
 
@@ -104,13 +151,18 @@ def client_from_args(
         prefix: the prefix given to :func:`add_llm_arguments`; unset values fall back to the
             unprefixed options.
         seed: the sampling seed.
+        from_env: unset ``--llm-url`` and ``--model`` fall back to :data:`URL_ENV` and
+            :data:`MODEL_ENVS` (the commands pass it when a part needs an LLM).
 
     Returns:
-        A client, or None when no ``--llm-url`` was given.
+        A client, or None when no server URL was given.
 
     Raises:
-        ValueError: a URL without a model.
+        ValueError: a URL without a model (a :class:`~ambitab_gym.errors.UsageError`); an
+            explicitly named ``--api-key-env`` variable that is not set.
     """
+    if from_env:
+        apply_env_defaults(args, prefix=prefix)
     key = prefix.replace("-", "_")
 
     def get(name: str) -> Any:
@@ -124,11 +176,20 @@ def client_from_args(
         return None
     model = get("model")
     if not model:
-        raise ValueError(f"--{prefix}llm-url needs --{prefix}model (the model the server serves)")
+        raise UsageError(
+            f"--{prefix}llm-url needs --{prefix}model (the model the server serves; or set "
+            f"${MODEL_ENVS[0]})"
+        )
+    key_env = get("api_key_env")
+    if key_env and not os.environ.get(key_env):
+        raise UsageError(
+            f"--{prefix}api-key-env names ${key_env}, which is not set: export {key_env}=<key> "
+            f"or drop the option (local servers need no key; the default is ${KEY_ENV})"
+        )
     return LLMClient.from_options(
         url,
         model,
-        api_key_env=get("api_key_env") or "OPENAI_API_KEY",
+        api_key_env=key_env or KEY_ENV,
         concurrency=get("concurrency") or DEFAULT_CONCURRENCY,
         timeout_s=get("llm_timeout") or 120.0,
         max_retries=3 if get("llm_retries") is None else get("llm_retries"),
@@ -138,6 +199,45 @@ def client_from_args(
         disable_thinking=bool(get("no_thinking")),
         structured_output=bool(get("structured_output")),
     )
+
+
+def preflight(clients: list[LLMClient | None], *, concurrency: int, fixed: bool, prog: str) -> int:
+    """Check every distinct server before a campaign runs; print the warnings.
+
+    Args:
+        clients: the campaign's clients (None entries are skipped).
+        concurrency: the episodes in flight the command would use.
+        fixed: ``--concurrency`` was given (then it is kept as it is).
+        prog: the command's name, for the messages (``ambitab-gym evaluate``).
+
+    Returns:
+        The concurrency to use: a llama.cpp server that reports fewer parallel slots than
+        ``concurrency`` lowers it to its slots (each client's too), unless it was ``fixed``.
+
+    Raises:
+        LLMError: the first server that fails the check (unreachable, key refused, model not
+            served); nothing has run yet.
+    """
+    seen: set[tuple[str, str]] = set()
+    for client in clients:
+        if client is None or (client.base_url, client.model) in seen:
+            continue
+        seen.add((client.base_url, client.model))
+        info = client.preflight()
+        for warning in info.warnings:
+            print(f"{prog}: warning: {warning}", file=sys.stderr)
+        if info.slots is not None and info.slots < concurrency and not fixed:
+            print(
+                f"{prog}: {client.base_url} reports {info.slots} parallel slot(s): "
+                f"{info.slots} episode(s) in flight instead of {concurrency} "
+                "(--concurrency overrides)",
+                file=sys.stderr,
+            )
+            concurrency = info.slots
+    for client in clients:
+        if client is not None and not fixed:
+            client.concurrency = min(client.concurrency, concurrency)
+    return concurrency
 
 
 def add_oracle_arguments(parser: argparse.ArgumentParser) -> None:
