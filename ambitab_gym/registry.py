@@ -187,7 +187,11 @@ class Component:
         return _call(self.load(), kwargs, context)
 
 
-_NEEDS = {"llm_client": "an LLM server: pass --llm-url and --model", "corpus": "a corpus"}
+_NEEDS = {
+    "llm_client": "an LLM server: pass --llm-url and --model (or set OPENAI_BASE_URL and "
+    "AMBITAB_LLM_MODEL)",
+    "corpus": "a corpus",
+}
 
 _ENTRIES: tuple[Component, ...] = (
     # -- askers (the evaluated policy; paper C.1 baselines and A.4 probes) ---------------------
@@ -431,6 +435,15 @@ def get(kind: str, name: str) -> Component:
                 if valid and argument not in valid:
                     raise UnknownComponent(entry.parameter_kind, argument, valid)
             return entry
+        if entry.prefix and entry.parameter_kind is not None and name == entry.prefix[:-1]:
+            valid = names(entry.parameter_kind)  # "llm" alone: say what goes after the colon
+            raise UnknownComponent(
+                kind,
+                name,
+                [e.name for e in entries],
+                hint=f"- {name!r} needs a {entry.parameter_kind}: write {entry.name} with "
+                f"{entry.parameter} one of: {', '.join(valid)} (e.g. {entry.prefix}{valid[-1]})",
+            )
     hint = _IMPORT_HINT if kind in _IMPORTABLE else ""
     raise UnknownComponent(kind, name, [e.name for e in entries], hint=hint)
 
