@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -230,6 +231,60 @@ def _normalize_base_url(base_url: str) -> str:
     return base
 
 
+def _jsonable(value: Any) -> Any:
+    """JSON for the call log: dataclasses as dicts, sets as sorted lists, the rest as text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
+@dataclass
+class _Call:
+    """What one ``achat`` call knows for its log line."""
+
+    tag: str
+    role: str | None
+    turn: int
+    episode: EpisodeKey | None
+    messages: Sequence[Mapping[str, str]]
+    sampling: Sampling | None = None
+    request: dict[str, Any] = dataclasses.field(default_factory=dict)
+    seeds: list[Any] = dataclasses.field(default_factory=list)
+    timeouts: int = 0
+
+    def entry(
+        self,
+        record: CallRecord,
+        raw: str | None,
+        finish_reason: str | None,
+        parsed: Any,
+        error: str | None,
+    ) -> dict[str, Any]:
+        return {
+            "role": self.role or self.tag,
+            "tag": self.tag,
+            "episode": None if self.episode is None else self.episode.to_dict(),
+            "turn": self.turn,
+            "messages": [dict(m) for m in self.messages],
+            "sampling": {k: v for k, v in self.request.items() if k != "response_format"},
+            "structured": "response_format" in self.request,
+            "seeds": list(self.seeds),
+            "raw": raw,
+            "finish_reason": finish_reason,
+            "parsed": parsed,
+            "attempts": record.attempts,
+            "retries": record.attempts - 1,
+            "timeouts": record.timeouts,
+            "latency_s": round(record.latency_s, 6),
+            "elapsed_s": round(record.elapsed_s, 6),
+            "prompt_tokens": record.prompt_tokens,
+            "completion_tokens": record.completion_tokens,
+            "error": error,
+        }
+
+
 class LLMClient:
     """An OpenAI-compatible chat-completions client (async, with a blocking wrapper).
 
@@ -252,7 +307,9 @@ class LLMClient:
             chat templates); ``<think>`` blocks are stripped from replies in any case.
         extra_body: further request fields sent with every call.
         structured_output: ask the LLM parts built on this client for JSON-schema constrained
-            output (``response_format``); a part may override it.
+            output (``response_format``; default on); a part may override it. A server that
+            rejects ``response_format`` (a 400/422 to the first such call) is remembered in
+            :attr:`structured_supported`, logged once, and asked again in plain JSON.
         history: how many per-call records to keep in :attr:`calls` (totals are always kept).
         sampling: per-role sampling (:class:`~ambitab_gym.llm.sampling.SamplingTable`, or
             ``{role: Sampling | {key: value}}`` laid over the defaults and over the
@@ -290,7 +347,7 @@ class LLMClient:
         max_tokens: int | None = None,
         disable_thinking: bool = False,
         extra_body: Mapping[str, Any] | None = None,
-        structured_output: bool = False,
+        structured_output: bool = True,
         history: int = 10_000,
         sampling: SamplingTable | Mapping[str, Sampling | Mapping[str, Any]] | None = None,
         log_path: str | Path | None = None,
@@ -322,6 +379,8 @@ class LLMClient:
         self.disable_thinking = bool(disable_thinking)
         self.extra_body = dict(extra_body or {})
         self.structured_output = bool(structured_output)
+        #: whether the server takes ``response_format``: None until the first call that sends it
+        self.structured_supported: bool | None = None
         self.calls: deque[CallRecord] = deque(maxlen=history)
         self._usage = UsageSummary()
         self._usage_by_role: dict[str, UsageSummary] = {}
@@ -634,11 +693,29 @@ class LLMClient:
                 delay = max(delay, min(float(response.headers.get("retry-after", 0)), 60.0))
         return delay
 
+    def _structured_refused(self, status: int, text: str) -> None:
+        """Remember that the server rejects ``response_format`` and say so once."""
+        with self._lock:
+            first = self.structured_supported is not False
+            self.structured_supported = False
+        if first:
+            logger.warning(
+                "%s rejected response_format (HTTP %d: %s); using plain JSON replies for this "
+                "client (turn structured output off with --no-structured-output)",
+                self.base_url,
+                status,
+                " ".join(text.split())[:160],
+            )
+
     async def achat(
         self,
         messages: Sequence[Mapping[str, str]],
         *,
         tag: str = "",
+        role: str | None = None,
+        turn: int = 0,
+        sampling: Sampling | None = None,
+        parse: Callable[[str], Any] | None = None,
         **params: Any,
     ) -> ChatResult:
         """One chat completion.
@@ -646,8 +723,17 @@ class LLMClient:
         Args:
             messages: OpenAI chat messages (``{"role": ..., "content": ...}``).
             tag: a label stored with the call's accounting.
+            role: ``asker``, ``matcher``, ``responder`` or ``solver``: the call samples with
+                ``sampling`` (default: the role's in :attr:`sampling`) and a seed derived for
+                each attempt from the episode (:func:`~ambitab_gym.llm.sampling.current_episode`),
+                the role, ``turn`` and the attempt number
+                (:func:`~ambitab_gym.llm.sampling.derive_seed`), so a retry samples afresh.
+            turn: the questions already asked in the episode (part of the derived seed).
+            sampling: this call's sampling (with ``role``).
+            parse: reads the reply text; its result is :attr:`ChatResult.parsed` and logged.
             **params: request fields for this call (``temperature``, ``seed``, ``max_tokens``,
-                ``stop``, ...); ``None`` values fall back to the client's defaults.
+                ``stop``, ``response_format``, ...); ``None`` values fall back to the client's
+                defaults; set ones win over ``sampling``.
 
         Returns:
             The completion with its accounting.
@@ -657,13 +743,27 @@ class LLMClient:
         """
         state = self._state()
         url = f"{self.base_url}/chat/completions"
-        body = self._body(messages, params)
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        if params.get("response_format") is not None and self.structured_supported is False:
+            params = {**params, "response_format": None}  # the server refused it: plain JSON
+        call = _Call(tag, role, turn, current_episode(), messages)
+        if role is not None:
+            call.sampling = sampling or self.sampling[role]
+        else:
+            body = self._body(messages, params)
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            call.request = {k: v for k, v in body.items() if k not in ("model", "messages")}
         started = time.perf_counter()
         attempts = 0
         latency = 0.0
         while True:
             attempts += 1
+            if call.sampling is not None:
+                assert role is not None
+                seed = derive_seed(call.episode, role, turn, attempts, call.sampling.seed)
+                body = self._body(messages, {**call.sampling.request_fields(seed), **params})
+                payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+                call.request = {k: v for k, v in body.items() if k not in ("model", "messages")}
+            call.seeds.append(call.request.get("seed"))
             response: httpx.Response | None = None
             error: LLMError | None = None
             async with state.semaphore:
@@ -676,9 +776,11 @@ class LLMClient:
                     )
                 except (asyncio.TimeoutError, httpx.TimeoutException):
                     error = LLMTimeout(f"no answer from {url} within {self.timeout_s:g} s")
+                    call.timeouts += 1
                 except httpx.TransportError as exc:
                     error = LLMConnectionError(f"{url}: {type(exc).__name__}: {exc}")
                 finally:
+                    in_flight = max(in_flight, sum(state.loads))  # at the start or the end
                     state.loads[shard] -= 1
                 latency = time.perf_counter() - sent
             if latency > self.timeout_s / 2 and self.queue_hint is None:
@@ -686,11 +788,13 @@ class LLMClient:
             if response is not None:
                 status = response.status_code
                 if status == 200:
+                    if params.get("response_format") is not None:
+                        self.structured_supported = True
                     try:
-                        return self._success(response, tag, attempts, latency, started)
+                        return self._success(response, call, attempts, latency, started, parse)
                     except LLMError as exc:
                         exc.attempts = attempts
-                        self._fail(exc, tag, attempts, latency, started)
+                        self._fail(exc, call, attempts, latency, started)
                         raise
                 text = response.text[:500]
                 if status in (400, 413, 422) and _OVERFLOW.search(text):
@@ -699,27 +803,62 @@ class LLMClient:
                         status=status,
                         attempts=attempts,
                     )
-                    self._fail(exc, tag, attempts, latency, started)
+                    self._fail(exc, call, attempts, latency, started)
                     raise exc
                 error = LLMHTTPError(
                     f"{url} answered {status}: {text}", status=status, attempts=attempts
                 )
+                if (
+                    status in (400, 422)
+                    and params.get("response_format") is not None
+                    and self.structured_supported is not True
+                ):
+                    self._structured_refused(status, text)
+                    params = {**params, "response_format": None}
+                    if call.sampling is None:
+                        body = self._body(messages, params)
+                        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+                        call.request = {
+                            k: v for k, v in body.items() if k not in ("model", "messages")
+                        }
+                    attempts -= 1  # the plain-JSON request is a first attempt of its own
+                    continue
                 if status != 429 and status < 500:
-                    self._fail(error, tag, attempts, latency, started)
+                    self._fail(error, call, attempts, latency, started)
                     raise error
             assert error is not None
             if attempts > self.max_retries:
                 error.attempts = attempts
-                self._fail(error, tag, attempts, latency, started)
+                self._fail(error, call, attempts, latency, started)
                 raise error
+            logger.info(
+                "LLM %s: attempt %d failed (%s), retrying", role or tag, attempts, error.category
+            )
             await asyncio.sleep(self._backoff(attempts, response))
 
-    def _fail(self, error: LLMError, tag: str, attempts: int, latency: float, started: float):
+    def _fail(self, error: LLMError, call: _Call, attempts: int, latency: float, started: float):
         elapsed = time.perf_counter() - started
-        self._record(CallRecord(tag, False, error.category, attempts, latency, elapsed))
+        record = CallRecord(
+            call.tag,
+            False,
+            error.category,
+            attempts,
+            latency,
+            elapsed,
+            role=call.role or "",
+            timeouts=call.timeouts,
+        )
+        self._record(record)
+        self._log_call(call.entry(record, None, None, None, f"{error.category}: {error}"))
 
     def _success(
-        self, response: httpx.Response, tag: str, attempts: int, latency: float, started: float
+        self,
+        response: httpx.Response,
+        call: _Call,
+        attempts: int,
+        latency: float,
+        started: float,
+        parse: Callable[[str], Any] | None = None,
     ) -> ChatResult:
         try:
             payload = response.json()
@@ -737,7 +876,7 @@ class LLMClient:
             ) from None
         usage = payload.get("usage") or {}
         record = CallRecord(
-            tag,
+            call.tag,
             True,
             None,
             attempts,
@@ -745,9 +884,19 @@ class LLMClient:
             time.perf_counter() - started,
             int(usage.get("prompt_tokens") or 0),
             int(usage.get("completion_tokens") or 0),
+            role=call.role or "",
+            timeouts=call.timeouts,
         )
         self._record(record)
-        return ChatResult(strip_thinking(content), content, choice.get("finish_reason"), record)
+        text = strip_thinking(content)
+        finish = choice.get("finish_reason")
+        try:
+            parsed = parse(text) if parse is not None else None
+        except Exception as exc:
+            self._log_call(call.entry(record, content, finish, None, f"parse: {exc!r}"))
+            raise
+        self._log_call(call.entry(record, content, finish, parsed, None))
+        return ChatResult(text, content, finish, record, parsed, call.seeds[-1])
 
     def chat(
         self, messages: Sequence[Mapping[str, str]], *, tag: str = "", **params: Any

@@ -16,12 +16,14 @@ from the oracle side; they offer an async method (``aact``/``asolve``) for campa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Literal
 
 from ambitab_gym.llm.client import LLMMalformedResponse, response_format
+from ambitab_gym.llm.sampling import EpisodeKey, Sampling, current_episode, episode_scope
 from ambitab_gym.policies.llm_prompts import (
     ASKER_STRATEGIES,
     asker_messages,
@@ -86,11 +88,13 @@ class LLMAsker:
             convention: :data:`~ambitab_gym.trajectory.FALLBACK_STOP`, which the env records as
             stop reason ``fallback`` and the scorer leaves out of recall and F1), ``raise`` (a
             ``malformed_output`` error) or ``question`` (the raw text is asked as the question).
-        max_tokens: the reply budget.
-        temperature: sampling override (default: the client's).
-        seed: the sampling seed (default: the client's); :meth:`reset` may set it.
+        max_tokens, temperature, seed: overrides of ``sampling``.
         structured: ask for schema-constrained JSON (default: the client's
             ``structured_output``).
+        sampling: the asker's sampling (default: the client's ``sampling["asker"]``). Each call
+            sends a seed derived from the episode, the turn and the attempt
+            (:func:`~ambitab_gym.llm.sampling.derive_seed`); outside a campaign the seed given
+            to :meth:`reset` stands for the campaign seed.
 
     Counts of questions, stops and fallback stops are in :attr:`stats`.
 
@@ -112,10 +116,11 @@ class LLMAsker:
         strategy: str = "checklist-ledger",
         *,
         on_unreadable: Literal["stop", "raise", "question"] = "stop",
-        max_tokens: int | None = 512,
+        max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
         structured: bool | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         if strategy not in ASKER_STRATEGIES:
             raise ValueError(
@@ -126,11 +131,16 @@ class LLMAsker:
         self.client = client
         self.strategy = strategy
         self.on_unreadable = on_unreadable
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.seed = seed
+        self.sampling = (sampling or client.sampling["asker"]).replace(
+            max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
+        self.episode_seed: int | None = None
         self.structured = client.structured_output if structured is None else structured
         self._counts = _Counts()
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.sampling.max_tokens
 
     @property
     def stats(self) -> dict[str, int]:
@@ -138,9 +148,10 @@ class LLMAsker:
         return self._counts.snapshot()
 
     def reset(self, *, seed: int | None = None) -> None:
-        """Start an episode; a given seed becomes the sampling seed of later calls."""
+        """Start an episode; outside a campaign a given seed stands for the campaign seed in
+        the derived per-call seeds (inside one, the episode's key decides)."""
         if seed is not None:
-            self.seed = seed
+            self.episode_seed = int(seed)
 
     async def aact(self, view: PublicView) -> str:
         """The next action for ``view``: a JSON clarification, the JSON stop, or (unreadable
@@ -153,18 +164,23 @@ class LLMAsker:
         if view.phase != "ask" or view.questions_left <= 0:
             return DONE_ACTION
         messages = asker_messages(self.strategy, view)
-        result = await self.client.achat(
-            messages,
-            tag=f"asker:{self.strategy}",
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            seed=self.seed,
-            response_format=response_format("asker_action", asker_schema())
-            if self.structured
-            else None,
-        )
+        scope: Any = contextlib.nullcontext()
+        if current_episode() is None and self.episode_seed is not None:
+            scope = episode_scope(EpisodeKey(seed=self.episode_seed))
+        with scope:
+            result = await self.client.achat(
+                messages,
+                tag=f"asker:{self.strategy}",
+                role="asker",
+                turn=len(view.dialogue),
+                sampling=self.sampling,
+                parse=parse_asker_output,
+                response_format=response_format("asker_action", asker_schema())
+                if self.structured
+                else None,
+            )
         self._counts.add("calls")
-        output = parse_asker_output(result.text)
+        output = result.parsed
         if output.kind == "question":
             self._counts.add("questions")
             return clarification_action(output.text)
@@ -191,11 +207,11 @@ class LLMSolver:
     Args:
         client: the LLM client.
         dialect: ``sqlite``, ``postgres`` or ``duckdb`` (worded into the prompt).
-        max_tokens: the reply budget.
-        temperature: sampling override (default: the client's).
-        seed: the sampling seed (default: the client's).
+        max_tokens, temperature, seed: overrides of ``sampling``.
         structured: ask for schema-constrained JSON (default: the client's
             ``structured_output``).
+        sampling: the solver's sampling (default: the client's ``sampling["solver"]``); each
+            call sends a seed derived from the episode (its turn: the questions asked).
 
     A reply without recognisable SQL is returned as it is (the verifier then fails it) and
     counted in ``stats["unreadable"]``.
@@ -217,16 +233,17 @@ class LLMSolver:
         client: LLMClient,
         *,
         dialect: str = "sqlite",
-        max_tokens: int | None = 1024,
+        max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
         structured: bool | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self.client = client
         self.dialect = dialect
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.seed = seed
+        self.sampling = (sampling or client.sampling["solver"]).replace(
+            max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
         self.structured = client.structured_output if structured is None else structured
         self._counts = _Counts()
 
@@ -244,15 +261,16 @@ class LLMSolver:
         result = await self.client.achat(
             solver_messages(view, dialect=self.dialect),
             tag="solver",
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            seed=self.seed,
+            role="solver",
+            turn=len(view.dialogue),
+            sampling=self.sampling,
+            parse=extract_sql,
             response_format=response_format("final_sql", solver_schema())
             if self.structured
             else None,
         )
         self._counts.add("calls")
-        sql = extract_sql(result.text)
+        sql = result.parsed
         if sql is None:
             self._counts.add("unreadable")
             return result.text.strip()
@@ -286,10 +304,11 @@ def make_llm_asker(
     client: LLMClient,
     *,
     on_unreadable: Literal["stop", "raise", "question"] = "stop",
-    max_tokens: int | None = 512,
+    max_tokens: int | None = None,
     temperature: float | None = None,
     seed: int | None = None,
     structured: bool | None = None,
+    sampling: Sampling | None = None,
 ) -> LLMAsker:
     """An LLM asker.
 
@@ -297,7 +316,8 @@ def make_llm_asker(
         strategy: ``direct``, ``checklist-chat`` or ``checklist-ledger`` (an ``llm:`` prefix is
             accepted; plain ``llm`` means ``checklist-ledger``).
         client: the LLM client.
-        on_unreadable, max_tokens, temperature, seed, structured: as for :class:`LLMAsker`.
+        on_unreadable, max_tokens, temperature, seed, structured, sampling: as for
+            :class:`LLMAsker`.
 
     Returns:
         The asker.
@@ -310,6 +330,7 @@ def make_llm_asker(
         temperature=temperature,
         seed=seed,
         structured=structured,
+        sampling=sampling,
     )
 
 
@@ -323,7 +344,7 @@ def make_llm_solver(
         corpus: a corpus (or its name) whose manifest names the SQL dialect, unless ``dialect``
             is given.
         **options: further :class:`LLMSolver` options (``dialect``, ``max_tokens``,
-            ``temperature``, ``seed``, ``structured``).
+            ``temperature``, ``seed``, ``structured``, ``sampling``).
 
     Returns:
         The solver.

@@ -9,6 +9,7 @@ from llm_helpers import contents
 
 from ambitab_gym import AmbiTabEnv, load_corpus, parse_action
 from ambitab_gym.llm import LLMMalformedResponse
+from ambitab_gym.llm.sampling import EpisodeKey, derive_seed
 from ambitab_gym.policies.llm import (
     DONE_ACTION,
     FALLBACK_STOP,
@@ -55,7 +56,9 @@ def test_each_strategy_asks_then_stops(serve, make_client, strategy):
     assert trajectory.credits == [frozenset({"top_customers"}), frozenset({"spending"})]
     prompts = asker_prompts(server)
     assert len(prompts) == 3
-    assert all(p["body"]["seed"] == 7 for p in prompts)  # reset(seed=...) reaches the server
+    # reset(seed=...) stands for the campaign seed: each turn's seed is derived from it
+    expected = [derive_seed(EpisodeKey(seed=7), "asker", turn, 1) for turn in range(3)]
+    assert [p["body"]["seed"] for p in prompts] == expected
     # the third decision sees both earlier questions and the oracle's answers
     first_answer = trajectory.turns[0].answer
     assert QUESTIONS[0] in contents(prompts[2]) and first_answer in contents(prompts[2])
