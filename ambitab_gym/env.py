@@ -27,6 +27,7 @@ from ambitab_gym.corpora import Corpus, load_corpus
 from ambitab_gym.errors import ConfigurationError, category_of
 from ambitab_gym.metrics import REWARDS, RewardFn
 from ambitab_gym.oracles import Oracle, OracleContext, OracleTurn, deterministic_oracle
+from ambitab_gym.oracles.access import answer_reveals_sql
 from ambitab_gym.policies.base import Solver
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.spaces import UnicodeText
@@ -269,6 +270,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self.trajectory: Trajectory | None = None
         self._context: OracleContext | None = None
         self._episode_oracle: Oracle = self.oracle
+        self._answer_guard: Any = None
         self._phase: Phase = "done"
         self._questions_left = 0
         self._dialogue: list[DialogueTurn] = []
@@ -369,6 +371,9 @@ class AmbiTabEnv(gym.Env[dict, str]):
         ``options["oracle"]`` (an :class:`Oracle`) answers this episode instead of
         :attr:`oracle`, which stays as configured: wrappers compose an oracle per episode this
         way (:class:`~ambitab_gym.wrappers.HybridOracle`) instead of mutating the env.
+        ``options["answer_guard"]`` (a callable: answer -> the text the agent is shown) rewrites
+        answers flagged as revealing SQL for this episode
+        (:class:`~ambitab_gym.wrappers.ResponseGuard`); the trajectory keeps the original.
         """
         super().reset(seed=seed)
         options = options or {}
@@ -383,6 +388,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         record = self._draw_record(options)
         self.record = record
         self._episode_oracle = episode_oracle
+        self._answer_guard = options.get("answer_guard")
         self.trajectory = Trajectory(record.id, record.avt_id, seed=seed)
         self._context = OracleContext(record)
         self._dialogue = []
@@ -462,14 +468,27 @@ class AmbiTabEnv(gym.Env[dict, str]):
         assert trajectory is not None and context is not None
         question = parsed.text
         route = context.take_route()  # an LLM matcher's route: privileged, for re-scoring
+        verification = context.record.verification
+        reveals = answer_reveals_sql(answer, verification.reference_sql, verification.engine)
+        shown = answer
+        if reveals and self._answer_guard is not None:
+            shown = str(self._answer_guard(answer))
         trajectory.turns.append(
-            Turn(parsed.raw, question, answer, credits, None if route is None else route.to_dict())
+            Turn(
+                parsed.raw,
+                question,
+                answer,
+                credits,
+                None if route is None else route.to_dict(),
+                answer_reveals_sql=reveals,
+                shown_answer=None if shown == answer else shown,
+            )
         )
         context.turns.append(OracleTurn(question, answer, credits))
         trajectory.timings["oracle_s"] = trajectory.timings.get("oracle_s", 0.0) + elapsed
-        self._dialogue.append(DialogueTurn(question, answer))
+        self._dialogue.append(DialogueTurn(question, shown))
         n = len(self._dialogue)
-        self._dialogue_text += f"{'' if n == 1 else chr(10)}Q{n}: {question}\nA{n}: {answer}"
+        self._dialogue_text += f"{'' if n == 1 else chr(10)}Q{n}: {question}\nA{n}: {shown}"
         self._questions_left -= 1
         if self._questions_left <= 0:
             return self._stop("budget")

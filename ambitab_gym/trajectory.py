@@ -125,6 +125,10 @@ class Turn:
         route: an LLM matcher's recorded route (``kind``, ``argument``, ``rationale``,
             ``parsed``; see :class:`ambitab_gym.oracles.Route`), kept for offline re-scoring;
             None for oracles that do not route. Never shown to the agent.
+        answer_reveals_sql: the answer shows SQL or a fragment of the reference query
+            (:func:`ambitab_gym.oracles.access.answer_reveals_sql`). Never shown to the agent.
+        shown_answer: what the agent was shown instead of ``answer`` (a response guard redacted
+            it); None when it saw ``answer``.
 
     >>> Turn("Top how many?", "Top how many?", "Three.", frozenset({"top"})).credits
     frozenset({'top'})
@@ -135,6 +139,8 @@ class Turn:
     answer: str
     credits: frozenset[str]
     route: dict | None = None
+    answer_reveals_sql: bool = False
+    shown_answer: str | None = None
 
 
 @dataclass
@@ -193,6 +199,8 @@ class Trajectory:
                     "answer": t.answer,
                     "credits": sorted(t.credits),
                     **({"route": dict(t.route)} if t.route is not None else {}),
+                    **({"answer_reveals_sql": True} if t.answer_reveals_sql else {}),
+                    **({"shown_answer": t.shown_answer} if t.shown_answer is not None else {}),
                 }
                 for t in self.turns
             ],

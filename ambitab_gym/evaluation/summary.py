@@ -6,6 +6,8 @@
   asker (:func:`ambitab_gym.metrics.macro_means`), asking gain and signed gap; then mean and
   sample SD over seeds; fallback stops counted.
 * :func:`format_table` - the summary as an aligned text table.
+* :func:`unreadable_counts`, :func:`revealing_turns` - per episode row: unreadable replies per
+  role (matcher, responder, asker, solver) and answers flagged ``answer_reveals_sql``.
 
 Populations (C.3): precision over episodes with n >= 1, recall and F1 over episodes with
 |Amb| >= 1 that did not end in a fallback stop, SR over all episodes. Gains and gaps are
@@ -14,6 +16,7 @@ computed within each seed before averaging.
 
 from __future__ import annotations
 
+import json
 import statistics
 import warnings
 from collections.abc import Iterable, Mapping
@@ -25,13 +28,62 @@ from ambitab_gym.records import TaskRecord
 from ambitab_gym.trajectory import Trajectory
 from ambitab_gym.vocabulary import EVALUATION_CONDITIONS
 
-__all__ = ["Stat", "Summary", "episode_metrics", "format_table", "summarize_campaign"]
+__all__ = [
+    "ROLES",
+    "Stat",
+    "Summary",
+    "episode_metrics",
+    "format_table",
+    "revealing_turns",
+    "summarize_campaign",
+    "unreadable_counts",
+]
+
+#: The roles whose unreadable replies are counted.
+ROLES = ("matcher", "responder", "asker", "solver")
 
 CONDITIONS = EVALUATION_CONDITIONS
 
 #: The verdict-reason key of episodes stored without a verdict: asking ended in an error before
 #: verification, an ask-only run, or a results file written before failure reasons were stored.
 UNRECORDED = "unrecorded"
+
+
+def _turns(row: Mapping) -> list[Mapping]:
+    dialogue = row.get("dialogue") or []
+    if isinstance(dialogue, str):
+        try:
+            dialogue = json.loads(dialogue)
+        except json.JSONDecodeError:
+            return []
+    return [t for t in dialogue if isinstance(t, Mapping)]
+
+
+def unreadable_counts(row: Mapping) -> dict[str, int]:
+    """Unreadable replies of one episode row, per role: matcher routes recorded unparsed (an
+    unreadable reply or an invalid route), responder replies that were not the requested JSON,
+    an asker reply read as a fallback stop, a solver reply with no SQL (``no_sql``).
+
+    >>> unreadable_counts({"stop_reason": "fallback", "verdict_reason": "no_sql",
+    ...     "dialogue": [{"route": {"parsed": False, "responder_parsed": False}}]})
+    {'matcher': 1, 'responder': 1, 'asker': 1, 'solver': 1}
+    """
+    routes = [t.get("route") or {} for t in _turns(row)]
+    return {
+        "matcher": sum(1 for r in routes if r and not r.get("parsed", True)),
+        "responder": sum(1 for r in routes if r and r.get("responder_parsed") is False),
+        "asker": int(row.get("stop_reason") == "fallback"),
+        "solver": int(row.get("verdict_reason") == "no_sql"),
+    }
+
+
+def revealing_turns(row: Mapping) -> int:
+    """Answers of one episode row flagged ``answer_reveals_sql`` (privileged).
+
+    >>> revealing_turns({"dialogue": [{"answer_reveals_sql": True}, {}]})
+    1
+    """
+    return sum(1 for t in _turns(row) if t.get("answer_reveals_sql"))
 
 
 def episode_metrics(trajectory: Trajectory, record: TaskRecord) -> dict[str, float | None]:
@@ -89,6 +141,11 @@ class Summary:
     fallback_stops: int = 0
     #: condition -> verdict reason -> episodes (``unrecorded``: no verdict was stored)
     verdict_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: role -> unreadable replies over every episode (see :func:`unreadable_counts`)
+    unreadable: dict[str, int] = field(default_factory=dict)
+    #: episodes with at least one oracle answer that reveals SQL, and such answers
+    reveals_sql_episodes: int = 0
+    reveals_sql_answers: int = 0
 
     def to_json(self) -> dict:
         """The ``--json`` object: rates in [0, 1] (means over seeds), SDs and counts."""
@@ -109,6 +166,9 @@ class Summary:
             "errors": dict(self.errors),
             "fallback_stops": self.fallback_stops,
             "verdict_reasons": {c: dict(r) for c, r in self.verdict_reasons.items()},
+            "unreadable": {role: self.unreadable.get(role, 0) for role in ROLES},
+            "reveals_sql_episodes": self.reveals_sql_episodes,
+            "reveals_sql_answers": self.reveals_sql_answers,
         }
         out["sd"] = {
             "sr_none": self.sr.get("none", Stat(None, None)).sd,
@@ -166,6 +226,11 @@ def summarize_campaign(rows: Iterable[Mapping]) -> Summary:
         gains.append(None if j_ask is None or j_none is None else j_ask - j_none)
         gaps.append(None if j_ask is None or j_full is None else j_full - j_ask)
     asker_rows = {s: by[("asker", s)] for s in seeds}
+    unreadable = dict.fromkeys(ROLES, 0)
+    revealing = [revealing_turns(r) for r in rows]
+    for row in rows:
+        for role, count in unreadable_counts(row).items():
+            unreadable[role] += count
     return Summary(
         sr=sr,
         precision=Stat.of(_macro(asker_rows[s], "precision") for s in seeds),
@@ -177,6 +242,9 @@ def summarize_campaign(rows: Iterable[Mapping]) -> Summary:
         errors=errors,
         fallback_stops=sum(1 for r in rows if r.get("stop_reason") == "fallback"),
         verdict_reasons={c: dict(sorted(r.items())) for c, r in sorted(reasons.items())},
+        unreadable=unreadable,
+        reveals_sql_episodes=sum(1 for n in revealing if n),
+        reveals_sql_answers=sum(revealing),
     )
 
 
@@ -187,8 +255,10 @@ def _cell(stat: Stat) -> str:
 
 
 def format_table(summaries: Mapping[str, Summary]) -> str:
-    """An aligned table with the columns of paper Table 8 (percent, mean ± SD over seeds), and
-    the number of fallback-stop episodes (left out of recall and F1)."""
+    """An aligned table with the columns of paper Table 8 (percent, mean ± SD over seeds), the
+    unreadable replies per role (matcher/responder/asker/solver), the episodes with an oracle
+    answer that reveals SQL, and the number of fallback-stop episodes (left out of recall and
+    F1)."""
     header = [
         "Corpus",
         "SR none",
@@ -199,6 +269,8 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
         "F1",
         "Gain",
         "Gap",
+        "Unreadable m/r/a/s",
+        "Reveals SQL",
         "Fallback",
     ]
     lines = [header]
@@ -214,6 +286,8 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
                 _cell(s.f1),
                 _cell(s.gain),
                 _cell(s.gap),
+                "/".join(str(s.unreadable.get(role, 0)) for role in ROLES),
+                str(s.reveals_sql_episodes),
                 str(s.fallback_stops),
             ]
         )

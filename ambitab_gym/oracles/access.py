@@ -42,6 +42,10 @@ __all__ = [
     "AccessPolicy",
     "NotesBuilder",
     "policy_for_corpus",
+    "answer_reveals_sql",
+    "match_segment",
+    "normalize_sql",
+    "redact_sql",
     "resolve_term",
     "sql_segments",
 ]
@@ -332,7 +336,7 @@ def _norm(text: str) -> str:
     return _NORMALIZE.sub(" ", text.casefold()).strip()
 
 
-def resolve_term(label: str, record: TaskRecord) -> Ambiguity | None:
+def resolve_term(label: str, record: TaskRecord, *, strict: bool = False) -> Ambiguity | None:
     """The registered ambiguity a ``labeled(...)`` argument names: exact term, alias or id first
     (ignoring case and punctuation), then the only one whose name contains or is contained in it.
 
@@ -344,11 +348,19 @@ def resolve_term(label: str, record: TaskRecord) -> Ambiguity | None:
     ...     "verification": {"database": "hr", "reference_sql": "SELECT 1"}})
     >>> resolve_term("Top Earners", record).id, resolve_term("the region term", record).id
     ('top', 'reg')
-    >>> resolve_term("salary", record) is None
-    True
+    >>> resolve_term("salary", record) is None, resolve_term("the region term", record, strict=True)
+    (True, None)
     """
     wanted = _norm(label)
     if not wanted:
+        return None
+    if strict:  # a registered term or alias: exact, then normalized (case, spaces, punctuation)
+        for ambiguity in record.ambiguities:
+            if label.strip() in ambiguity.names:
+                return ambiguity
+        for ambiguity in record.ambiguities:
+            if wanted in {_norm(n) for n in ambiguity.names}:
+                return ambiguity
         return None
     for ambiguity in record.ambiguities:
         if wanted in {_norm(n) for n in (*ambiguity.names, ambiguity.id)}:
@@ -359,3 +371,139 @@ def resolve_term(label: str, record: TaskRecord) -> Ambiguity | None:
         if any(re.search(rf"\b{re.escape(n)}\b", wanted) or wanted in n for n in names):
             hits.append(ambiguity)
     return hits[0] if len(hits) == 1 else None
+
+
+# -- SQL in plain sight: segment matching and leak detection ------------------------------
+
+_AS = {"as"}
+
+
+def normalize_sql(text: str, dialect: str = "sqlite") -> str | None:
+    """SQL text as a canonical token string (keywords and names case-folded, ``AS`` dropped,
+    string literals kept); None when sqlglot cannot tokenize it.
+
+    >>> normalize_sql("where  Salary>10") == normalize_sql("WHERE salary > 10")
+    True
+    >>> normalize_sql("FROM staff s") == normalize_sql("FROM staff AS s")
+    True
+    """
+    try:
+        tokens = sqlglot.tokenize(text, read=dialect)
+    except (sqlglot.errors.TokenError, sqlglot.errors.ParseError, ValueError):
+        return None
+    out = []
+    for token in tokens:
+        if token.token_type == sqlglot.tokens.TokenType.STRING:
+            out.append(repr(token.text))
+        elif token.text.casefold() not in _AS:
+            out.append(token.text.casefold())
+    return " ".join(out) or None
+
+
+#: The fewest tokens a copied part of a clause segment needs to count as a segment.
+MIN_FRAGMENT_TOKENS = 3
+
+
+def match_segment(argument: str, segments: tuple[str, ...], dialect: str = "sqlite") -> str | None:
+    """The segment of ``segments`` an ``unlabeled(...)`` argument copies, compared after
+    :func:`normalize_sql`: the whole segment, or a run of at least :data:`MIN_FRAGMENT_TOKENS`
+    consecutive tokens of it (``SUM(amount)`` out of ``ORDER BY SUM(amount) DESC``). None when
+    it copies none of them: SQL that is not in the reference query, placeholders, echoes.
+
+    >>> segs = sql_segments("SELECT name FROM staff s WHERE salary > 10 ORDER BY SUM(x) DESC")
+    >>> match_segment("where salary>10", segs), match_segment("sum(x)", segs)
+    ('WHERE salary > 10', 'ORDER BY SUM(x) DESC')
+    >>> match_segment("<sql segment>", segs), match_segment("WHERE salary > 99", segs)
+    (None, None)
+    """
+    wanted = normalize_sql(argument.strip().rstrip(";"), dialect)
+    if not wanted:
+        return None
+    fragment = len(wanted.split()) >= MIN_FRAGMENT_TOKENS
+    for segment in segments:
+        normalized = normalize_sql(segment, dialect) or ""
+        if segment == argument or normalized == wanted:
+            return segment
+    if fragment:
+        for segment in segments:
+            if f" {wanted} " in f" {normalize_sql(segment, dialect) or ''} ":
+                return segment
+    return None
+
+
+_SQL_SHAPE = re.compile(
+    r"\bselect\b[\s\S]{1,400}?\bfrom\b|\b(?:where|group\s+by|order\s+by|having|limit|join)\b"
+    r"[^.!?\n]{0,80}(?:[=<>]|\bdesc\b|\basc\b|\bcount\s*\(|\bsum\s*\(|\b\d+\b|\.)",
+    re.IGNORECASE,
+)
+_SEGMENT_CACHE: dict[tuple[str, str], tuple[str, ...]] = {}
+_SEGMENT_LOCK = threading.Lock()
+
+#: The shortest reference-SQL segment (in normalized characters) whose appearance in an answer
+#: counts as revealing the reference query.
+MIN_REVEALED_SEGMENT = 12
+
+
+def _reference_segments(sql: str, dialect: str) -> tuple[str, ...]:
+    key = (sql, dialect)
+    with _SEGMENT_LOCK:
+        cached = _SEGMENT_CACHE.get(key)
+    if cached is None:
+        normalized = (normalize_sql(s, dialect) for s in sql_segments(sql, dialect))
+        cached = tuple(n for n in normalized if n and len(n) >= MIN_REVEALED_SEGMENT)
+        with _SEGMENT_LOCK:
+            if len(_SEGMENT_CACHE) > 4096:
+                _SEGMENT_CACHE.clear()
+            _SEGMENT_CACHE[key] = cached
+    return cached
+
+
+def answer_reveals_sql(
+    answer: str, reference_sql: str | None = None, dialect: str = "sqlite"
+) -> bool:
+    """Whether an oracle answer shows SQL: code-shaped SQL (``SELECT ... FROM``, or a clause
+    keyword followed by a comparison, ordering or aggregate), or a clause segment of the
+    reference query at least :data:`MIN_REVEALED_SEGMENT` normalized characters long.
+
+    Cheap for plain answers: nothing is tokenized unless a SQL keyword is present.
+
+    >>> answer_reveals_sql("The five customers who spent the most.")
+    False
+    >>> answer_reveals_sql("SELECT name FROM staff ORDER BY salary DESC LIMIT 3")
+    True
+    >>> answer_reveals_sql("I meant where salary > 10 only", "SELECT name FROM staff WHERE salary > 10")
+    True
+    """
+    if not answer or not _SQL_KEYWORD.search(answer):
+        return False
+    if _SQL_SHAPE.search(answer):
+        return True
+    if reference_sql:
+        text = normalize_sql(answer, dialect)
+        if text:
+            padded = f" {text} "
+            return any(f" {seg} " in padded for seg in _reference_segments(reference_sql, dialect))
+    return False
+
+
+_SQL_KEYWORD = re.compile(
+    r"\b(?:select|from|where|group\s+by|order\s+by|having|limit|join|with)\b", re.IGNORECASE
+)
+_REDACTED = "[SQL removed by the response guard]"
+
+
+def redact_sql(answer: str) -> str:
+    """The answer without its SQL: fenced code blocks, and from the first SQL-shaped clause to
+    the end of its sentence, become a redaction marker.
+
+    >>> redact_sql("Use SELECT name FROM staff WHERE salary > 10. Thanks.")
+    'Use [SQL removed by the response guard] Thanks.'
+    """
+    text = re.sub(r"```[\s\S]*?(?:```|$)", _REDACTED, answer)
+    pattern = re.compile(
+        r"(?:\bwith\b\s+\w+\s+as\s*\(|\bselect\b|\b(?:where|group\s+by|order\s+by|having|limit|join)\b)"
+        r"[\s\S]*?(?:;|\.(?=\s|$)|$)",
+        re.IGNORECASE,
+    )
+    out = pattern.sub(_REDACTED, text)
+    return out if out.strip() else _REDACTED

@@ -35,6 +35,7 @@ __all__ = [
     "matcher_schema",
     "parse_matcher_output",
     "parse_responder_output",
+    "prompt_echo",
     "responder_messages",
     "responder_schema",
 ]
@@ -348,6 +349,33 @@ def matcher_rationale(text: str) -> str:
                 return value.strip()
         return ""
     return " ".join(_ACTION.sub(" ", text).replace("*", " ").split())
+
+
+#: Example texts of the prompts that a broken reply may copy instead of a real argument.
+PROMPT_EXAMPLES = ("term", "sql segment", "your action", "one or two sentences", "your reply")
+_PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$|<\s*(?:term|sql segment|your [a-z ]+)\s*>", re.I)
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
+
+
+def prompt_echo(argument: str, question: str = "") -> bool:
+    """Whether a route argument is a placeholder or an echo of the prompt rather than an answer:
+    an angle-bracket placeholder (``<sql segment>``), one of the prompt's example texts
+    (:data:`PROMPT_EXAMPLES`), or the question copied back.
+
+    >>> prompt_echo("<sql segment>"), prompt_echo("Sql Segment"), prompt_echo("WHERE year = 2020")
+    (True, True, False)
+    >>> prompt_echo("Which year do you mean?", "Which year do you mean?")
+    True
+    """
+    if _PLACEHOLDER.search(argument):
+        return True
+    plain = _plain(argument)
+    if not plain or plain in PROMPT_EXAMPLES:
+        return True
+    return bool(question) and plain == _plain(question)
 
 
 def parse_responder_output(text: str) -> str | None:
