@@ -2,8 +2,10 @@
 
 * :func:`add_llm_arguments` and :func:`client_from_args` - ``--llm-url``, ``--model``,
   ``--api-key-env``, ``--concurrency``, ``--llm-timeout``, ``--llm-retries``, ``--temperature``,
-  ``--top-p``, ``--structured-output``, ``--no-thinking`` (optionally under a prefix such as
-  ``oracle-``) and the :class:`~ambitab_gym.llm.client.LLMClient` they describe.
+  ``--top-p``, ``--sampling ROLE.KEY=VALUE``, ``--llm-log``, ``--structured-output``,
+  ``--no-thinking`` (optionally under a prefix such as ``oracle-``) and the
+  :class:`~ambitab_gym.llm.client.LLMClient` they describe.
+* :func:`sampling_from_args`, :func:`parse_sampling_option` - the per-role sampling table.
 * :func:`add_oracle_arguments` and :func:`oracle_options_from_args` - ``--oracle-policy``,
   ``--responder-reads-sql``, ``--matcher-reads-dialogue`` and the options of
   :func:`~ambitab_gym.oracles.llm.make_llm_oracle` they describe.
@@ -23,6 +25,7 @@ from typing import Any
 
 from ambitab_gym.errors import UsageError
 from ambitab_gym.llm.client import DEFAULT_CONCURRENCY, LLMClient
+from ambitab_gym.llm.sampling import ROLES, SAMPLING_KEYS, SamplingTable
 from ambitab_gym.oracles.access import ORACLE_POLICY_CHOICES
 
 __all__ = [
@@ -35,7 +38,9 @@ __all__ = [
     "apply_env_defaults",
     "client_from_args",
     "oracle_options_from_args",
+    "parse_sampling_option",
     "preflight",
+    "sampling_from_args",
 ]
 
 #: The server's base URL when ``--llm-url`` is not given (as the OpenAI SDK reads it).
@@ -121,8 +126,30 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
         default=None,
         help="retries after a timeout, lost connection, 429 or 5xx (default 3)",
     )
-    add("temperature", type=float, default=None, help="sampling temperature")
-    add("top-p", type=float, default=None, help="nucleus sampling threshold")
+    add(
+        "temperature",
+        type=float,
+        default=None,
+        help="sampling temperature of every role (default: per role, see --sampling)",
+    )
+    add("top-p", type=float, default=None, help="nucleus sampling threshold of every role")
+    add(
+        "sampling",
+        type=parse_sampling_option,
+        action="append",
+        default=None,
+        metavar="ROLE.KEY=VALUE",
+        help="sampling of one role (asker, matcher, responder, solver, or all): temperature, "
+        "top_p, top_k, max_tokens or seed, e.g. solver.max_tokens=2048 or matcher.temperature=0; "
+        "repeatable (defaults: paper Table 7; docs/llm.md, 'Sampling')",
+    )
+    add(
+        "llm-log",
+        default=None,
+        metavar="FILE",
+        help="append every LLM call to FILE as JSON lines (prompts, sampling, raw and parsed "
+        "reply, attempts, latency, tokens); analyst data: it holds the oracle's privileged prompts",
+    )
     add(
         "structured-output",
         action="store_true",
@@ -134,6 +161,71 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
         action="store_true",
         default=None,
         help="disable thinking (chat_template_kwargs enable_thinking=false; <think> is stripped)",
+    )
+
+
+_INT_KEYS = ("top_k", "max_tokens", "seed")
+
+
+def parse_sampling_option(text: str) -> tuple[str, str, Any]:
+    """Read one ``--sampling ROLE.KEY=VALUE`` (ROLE: asker, matcher, responder, solver or all;
+    KEY: temperature, top_p, top_k, max_tokens, seed; VALUE ``none`` leaves the field out).
+
+    >>> parse_sampling_option("solver.max-tokens=64"), parse_sampling_option("all.top_k=none")
+    (('solver', 'max_tokens', 64), ('all', 'top_k', None))
+    """
+    head, sep, raw = text.partition("=")
+    role, dot, key = head.strip().partition(".")
+    key = key.strip().replace("-", "_")
+    if not sep or not dot or role not in (*ROLES, "all") or key not in SAMPLING_KEYS:
+        raise argparse.ArgumentTypeError(
+            f"--sampling wants ROLE.KEY=VALUE with ROLE one of {', '.join((*ROLES, 'all'))} and "
+            f"KEY one of {', '.join(SAMPLING_KEYS)}, not {text!r}"
+        )
+    raw = raw.strip()
+    if raw.lower() == "none":
+        if key == "seed":
+            raise argparse.ArgumentTypeError("--sampling: a role's seed cannot be none")
+        return role, key, None
+    try:
+        value: Any = int(raw) if key in _INT_KEYS else float(raw)
+    except ValueError:
+        kind = "an integer" if key in _INT_KEYS else "a number"
+        raise argparse.ArgumentTypeError(f"--sampling {head}: {raw!r} is not {kind}") from None
+    return role, key, value
+
+
+def sampling_from_args(args: argparse.Namespace, *, prefix: str = "") -> SamplingTable:
+    """The per-role sampling the options describe: the defaults
+    (:data:`~ambitab_gym.llm.sampling.DEFAULT_SAMPLING`), then ``--temperature``/``--top-p`` for
+    every role, then ``--sampling all.KEY=VALUE``, then ``--sampling ROLE.KEY=VALUE``.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_llm_arguments(parser)
+    >>> args = parser.parse_args(["--temperature", "0", "--sampling", "solver.temperature=0.2",
+    ...                           "--sampling", "all.max_tokens=99"])
+    >>> table = sampling_from_args(args)
+    >>> table["asker"].temperature, table["solver"].temperature, table["matcher"].max_tokens
+    (0.0, 0.2, 99)
+    """
+    key = prefix.replace("-", "_")
+
+    def get(name: str) -> Any:
+        value = getattr(args, f"{key}{name}", None)
+        if value is None and key:
+            value = getattr(args, name, None)
+        return value
+
+    items = list(get("sampling") or [])
+    ordered = [i for i in items if i[0] == "all"] + [i for i in items if i[0] != "all"]
+    roles: dict[str, dict[str, Any]] = {role: {} for role in ROLES}
+    for role, name, value in ordered:
+        for target in ROLES if role == "all" else (role,):
+            roles[target][name] = value
+    return SamplingTable.build(
+        roles={role: changes for role, changes in roles.items() if changes},
+        temperature=get("temperature"),
+        top_p=get("top_p"),
     )
 
 
@@ -198,6 +290,8 @@ def client_from_args(
         seed=seed,
         disable_thinking=bool(get("no_thinking")),
         structured_output=bool(get("structured_output")),
+        sampling=sampling_from_args(args, prefix=prefix),
+        log_path=get("llm_log"),
     )
 
 
