@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -77,6 +78,8 @@ def make_play_env(
     solver: str = defaults.SOLVER,
     split: str | None = None,
     llm_client: Any = None,
+    oracle: str = defaults.ORACLE,
+    oracle_options: Mapping[str, Any] | None = None,
 ) -> AmbiTabEnv:
     """The env of a play session.
 
@@ -85,7 +88,10 @@ def make_play_env(
         solver: ``interpretation``, ``llm``, ``module:callable``, or ``none`` (the person writes
             the SQL).
         split: play records of this split only.
-        llm_client: the LLM client, for ``solver="llm"``.
+        llm_client: the LLM client, for ``solver="llm"`` and ``oracle="llm"``.
+        oracle: the oracle that answers (a registry name such as ``deterministic`` or ``llm``,
+            or ``module:callable``).
+        oracle_options: options of the oracle's factory (the LLM oracle's access policy, ...).
 
     Returns:
         An :class:`AmbiTabEnv` with ``render_mode="ansi"`` that skips asking on m = 0 records
@@ -95,11 +101,15 @@ def make_play_env(
     from ambitab_gym.corpora import load_corpus
 
     corpus = load_corpus(env_id)
-    common = {
+    common: dict[str, Any] = {
         "split": split,
         "zero_ambiguity": defaults.CAMPAIGN_ZERO_AMBIGUITY,
         "render_mode": "ansi",
     }
+    if oracle != defaults.ORACLE:
+        common["oracle"] = registry.create(
+            "oracle", oracle, corpus=corpus, llm_client=llm_client, **dict(oracle_options or {})
+        )
     if solver == "none":
         return AmbiTabEnv(corpus, mode="agent", **common)
     policy = registry.create("solver", solver, corpus=corpus, llm_client=llm_client)

@@ -1,5 +1,6 @@
-"""``ambitab-gym play ENV_ID``: be the asker - type questions, read the oracle's answers, then
-type SQL (``--solver none``) or let a solver write it, and see the verdict."""
+"""``ambitab-gym play ENV_ID``: be the asker - type questions, read the oracle's answers (the
+corpus's deterministic oracle, or ``--oracle llm``), then type SQL (``--solver none``) or let a
+solver write it, and see the verdict."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import sys
 
 from ambitab_gym import defaults
 from ambitab_gym.commands._args import check_component, component_help, non_negative_int
-from ambitab_gym.commands.evaluate import llm_client_from
-from ambitab_gym.commands.llm_options import add_llm_arguments
+from ambitab_gym.commands.evaluate import check_llm_server, llm_client_from, oracle_options
+from ambitab_gym.commands.llm_options import add_llm_arguments, add_oracle_arguments
 
 __all__ = ["register", "run"]
 
@@ -34,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         + "; or none to type the SQL yourself",
     )
     parser.add_argument(
+        "--oracle",
+        default=defaults.ORACLE,
+        help=component_help("oracle", default=defaults.ORACLE, lead="who answers: "),
+    )
+    parser.add_argument(
         "--seed",
         type=non_negative_int,
         default=None,
@@ -42,12 +48,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--record", default=None, metavar="ID", help="play this record")
     parser.add_argument("--split", default=None, help="draw tasks from this split only")
     add_llm_arguments(parser)
+    add_oracle_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Play one episode on stdin/stdout."""
     from ambitab_gym.corpora import CorpusNotFound
+    from ambitab_gym.errors import AmbiTabError
     from ambitab_gym.play import PlaySession, make_play_env
 
     seed = args.seed
@@ -56,10 +64,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.solver != "none":
             check_component("solver", args.solver)
+        check_component("oracle", args.oracle)
+        client = llm_client_from(args)
+        check_llm_server(client, args, 1, "ambitab-gym play")
         env = make_play_env(
-            args.env_id, solver=args.solver, split=args.split, llm_client=llm_client_from(args)
+            args.env_id,
+            solver=args.solver,
+            split=args.split,
+            llm_client=client,
+            oracle=args.oracle,
+            oracle_options=oracle_options(args),
         )
-    except (CorpusNotFound, ValueError, RuntimeError) as error:
+    except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError) as error:
         print(f"ambitab-gym play: {error}", file=sys.stderr)
         return 2
     try:

@@ -105,7 +105,10 @@ class ScriptedServer:
             so clients' pre-flight checks only warn and any model name is accepted.
         api_key: when set, every request without ``Authorization: Bearer <api_key>`` gets a 401
             (the control routes excepted).
-        slots: when set, ``GET /props`` (at the root) reports ``total_slots`` like llama.cpp.
+        slots: when set, ``GET /props`` (at the root) reports ``total_slots`` like llama.cpp,
+            and at most that many requests are answered at once (the others wait their turn).
+        structured_output: accept ``response_format``; False: such requests get a 400, as from
+            a server without structured output.
         process: run in a separate Python process (no shared GIL with the client: benchmarks).
         record_requests: keep every request body for :meth:`requests` (off for long benchmarks).
 
@@ -128,6 +131,7 @@ class ScriptedServer:
         models: Sequence[str] | None = None,
         api_key: str | None = None,
         slots: int | None = None,
+        structured_output: bool = True,
         process: bool = False,
         record_requests: bool = True,
     ) -> None:
@@ -140,6 +144,7 @@ class ScriptedServer:
             "models": None if models is None else list(models),
             "api_key": api_key,
             "slots": slots,
+            "structured_output": structured_output,
             "record_requests": record_requests,
         }
         self.process = process

@@ -99,6 +99,7 @@ class _Script:
         self.latency_s = float(config.get("latency_s", 0.0))
         self.hang_s = float(config.get("hang_s", 30.0))
         self.max_context_tokens = config.get("max_context_tokens")
+        self.structured_output = bool(config.get("structured_output", True))
         self.model = str(config.get("model", "scripted"))
         self.record_requests = bool(config.get("record_requests", True))
         models = config.get("models")
@@ -148,6 +149,9 @@ class ScriptServer:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.script = _Script(config)
+        slots = self.script.slots
+        #: with ``slots``, at most that many requests are answered at once (llama.cpp's slots)
+        self.gate = asyncio.Semaphore(int(slots)) if slots else None
         self.tasks: set[asyncio.Task] = set()
         self.server: asyncio.base_events.Server | None = None
 
@@ -245,6 +249,7 @@ class ScriptServer:
         script.served += 1
         script.in_flight += 1
         script.max_in_flight = max(script.max_in_flight, script.in_flight)
+        admitted = False
         try:
             try:
                 request = json.loads(body)
@@ -256,6 +261,12 @@ class ScriptServer:
                 script.requests.append(
                     {"body": request, "authorization": headers.get("authorization")}
                 )
+            if request.get("response_format") is not None and not script.structured_output:
+                message = "response_format is not supported by this server"
+                return 400, _json({"error": {"message": message, "type": "invalid_request"}}), {}
+            if self.gate is not None:  # wait for a free slot
+                await self.gate.acquire()
+                admitted = True
             rule, n = script.pick(text)
             fault = script.faults.popleft() if script.faults else (rule.fault if rule else None)
             prompt_tokens = sum(_words(m.get("content")) for m in messages)
@@ -297,6 +308,8 @@ class ScriptServer:
             return 200, _json(completion), {}
         finally:
             script.in_flight -= 1
+            if admitted and self.gate is not None:
+                self.gate.release()
 
     async def fault(self, fault: str, prompt_tokens: int, latency: float):
         if latency > 0 and fault != "timeout":
