@@ -47,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(message)s",
         stream=sys.stderr,
     )
+    if args.verbose:  # every LLM call: prompt, sampling, reply, attempts, latency, tokens
+        logging.getLogger("ambitab_gym.llm").setLevel(logging.DEBUG)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
