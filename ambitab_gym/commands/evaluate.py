@@ -201,3 +201,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary.to_json()))
     return 0
+    from ambitab_gym.evaluation.summary import reveals_sql_warning
+
+    warning = reveals_sql_warning(summary.reveals_sql_episodes, summary.reveals_sql_answers)
+    if warning:
+        print(f"ambitab-gym evaluate: {warning}", file=sys.stderr)

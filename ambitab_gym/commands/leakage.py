@@ -93,6 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="print one JSON object as the last line"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--response-guard",
+        action="store_true",
+        help="redact oracle answers that reveal SQL before the agent sees them "
+        "(wrappers.ResponseGuard; credits unchanged, originals kept in the results)",
+    )
     add_llm_options(parser)
     parser.set_defaults(func=run)
 
@@ -136,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             spec_seed=args.spec_seed,
             llm=llm_identity(args),
         )
+            response_guard=args.response_guard,
         client = llm_client_from(args)
         concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
         concurrency = check_llm_server(client, args, concurrency, "ambitab-gym leakage")
@@ -151,9 +158,18 @@ def run(args: argparse.Namespace) -> int:
                 oracle_options=oracle_options(args),
             )
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
+            rows = store.episodes(config.campaign_id)
         print(f"ambitab-gym leakage: {error}", file=sys.stderr)
         return 2
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
+    from ambitab_gym.evaluation.summary import revealing_turns, reveals_sql_warning
+
+    revealing = [revealing_turns(row) for row in rows]
+    warning = reveals_sql_warning(
+        sum(1 for n in revealing if n), sum(revealing), guarded=args.response_guard
+    )
+    if warning:
+        print(f"ambitab-gym leakage: {warning}", file=sys.stderr)
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
     print(format_leakage_table({(args.oracle, label): report}))
     print(

@@ -40,6 +40,7 @@ from ambitab_gym.oracles import Oracle
 from ambitab_gym.oracles.deterministic import reference_oracle
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.verify import Verifier
+from ambitab_gym.wrappers.guard import ResponseGuard
 from ambitab_gym.wrappers.leakage import (
     AdversarialProbe,
     HybridOracle,
@@ -70,6 +71,8 @@ class LeakageConfig:
             across the evaluation seeds and on resume.
         conditions: which runs of :data:`CONDITIONS` to do (default all).
         llm: LLM server options that identify the model.
+        response_guard: wrap every env in :class:`~ambitab_gym.wrappers.ResponseGuard` (oracle
+            answers that reveal SQL are redacted before the agent sees them).
     """
 
     corpus: str
@@ -83,6 +86,7 @@ class LeakageConfig:
     spec_seed: int = defaults.SPEC_SEED
     conditions: tuple[str, ...] = tuple(CONDITIONS)
     llm: dict = field(default_factory=dict)
+    response_guard: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.conditions) - set(CONDITIONS)
@@ -96,7 +100,10 @@ class LeakageConfig:
     @property
     def campaign_id(self) -> str:
         """A stable id: the hash of the configuration."""
-        return config_hash({"kind": "leakage", **asdict(self)})
+        fields = asdict(self)
+        if not fields["response_guard"]:
+            del fields["response_guard"]  # unguarded campaigns keep the ids they always had
+        return config_hash({"kind": "leakage", **fields})
 
 
 class _Parts:
@@ -134,6 +141,8 @@ class _Parts:
             zero_ambiguity=defaults.CAMPAIGN_ZERO_AMBIGUITY,
             verifier=self.verifier,
         )
+        if self.config.response_guard:
+            env = ResponseGuard(env)
         if oracle == "hybrid":
             env = HybridOracle(env)
         if policy == "asker^Q":

@@ -35,6 +35,7 @@ __all__ = [
     "episode_metrics",
     "format_table",
     "revealing_turns",
+    "reveals_sql_warning",
     "summarize_campaign",
     "unreadable_counts",
 ]
@@ -84,6 +85,30 @@ def revealing_turns(row: Mapping) -> int:
     1
     """
     return sum(1 for t in _turns(row) if t.get("answer_reveals_sql"))
+
+
+def reveals_sql_warning(episodes: int, answers: int, *, guarded: bool = False) -> str | None:
+    """The stderr warning for oracle answers that reveal SQL (None when there are none).
+
+    >>> print(reveals_sql_warning(0, 0))
+    None
+    >>> reveals_sql_warning(3, 5).split(": ")[1]
+    '5 oracle answer(s) in 3 episode(s) reveal SQL'
+    """
+    if not answers:
+        return None
+    head = f"warning: {answers} oracle answer(s) in {episodes} episode(s) reveal SQL"
+    if guarded:
+        return (
+            f"{head}: the response guard redacted them before the agent saw them (originals "
+            "and 'answer_reveals_sql' flags are in the results)"
+        )
+    return (
+        f"{head}: code or a fragment of the reference query that the agent saw, so success "
+        "may measure leakage rather than asking. Keep the responder off the SQL "
+        "(--oracle-policy scoped or --no-responder-reads-sql), or redact such answers with "
+        "--response-guard (wrappers.ResponseGuard); see docs/leakage.md, 'Response guard'."
+    )
 
 
 def episode_metrics(trajectory: Trajectory, record: TaskRecord) -> dict[str, float | None]:

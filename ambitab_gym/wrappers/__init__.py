@@ -5,6 +5,9 @@ Leakage diagnostics (:mod:`ambitab_gym.wrappers.leakage`):
     * ``HybridOracle`` - the env's matcher with the reference responder.
     * ``AdversarialProbe`` - rewords questions as the full^adv probe does.
 
+Response guard (:mod:`ambitab_gym.wrappers.guard`):
+    * ``ResponseGuard`` - redacts oracle answers that reveal SQL before the agent sees them.
+
 Trainers (:mod:`ambitab_gym.wrappers.menu`, :mod:`ambitab_gym.wrappers.chat`):
     * ``QuestionMenu`` - discrete actions over agent-visible candidate questions.
     * ``ChatMessages`` - observations as chat messages, actions as assistant text.
@@ -25,6 +28,7 @@ _MODULES = {
     "SpecificationRandomization": "ambitab_gym.wrappers.leakage",
     "HybridOracle": "ambitab_gym.wrappers.leakage",
     "AdversarialProbe": "ambitab_gym.wrappers.leakage",
+    "ResponseGuard": "ambitab_gym.wrappers.guard",
     "QuestionMenu": "ambitab_gym.wrappers.menu",
     "ChatMessages": "ambitab_gym.wrappers.chat",
     "AgentInterface": "ambitab_gym.wrappers.stack",
