@@ -59,6 +59,7 @@ from ambitab_gym.llm.sampling import (
     SamplingTable,
     current_episode,
     derive_seed,
+    episode_scope,
 )
 from ambitab_gym.llm.usage import CallRecord, UsageSummary
 from ambitab_gym.textutil import strip_thinking
@@ -229,6 +230,11 @@ def _normalize_base_url(base_url: str) -> str:
     if parts.path in ("", "/"):
         base += "/v1"  # servers mount the OpenAI routes under /v1
     return base
+
+
+async def _in_episode(episode: EpisodeKey, coro: Coroutine[Any, Any, T]) -> T:
+    with episode_scope(episode):
+        return await coro
 
 
 def _jsonable(value: Any) -> Any:
@@ -520,11 +526,15 @@ class LLMClient:
 
         It runs on the client's private event loop in a background thread, so this works in
         plain code and also from inside a running event loop (which it blocks meanwhile).
+        The caller's episode (:func:`~ambitab_gym.llm.sampling.episode_scope`) goes with it.
         """
         with self._lock:
             if self._runner is None:
                 self._runner = _LoopThread()
             runner = self._runner
+        episode = current_episode()
+        if episode is not None:
+            coro = _in_episode(episode, coro)
         return runner.run(coro)
 
     async def aclose(self) -> None:
