@@ -410,6 +410,8 @@ class LLMClient:
         self._runner: _LoopThread | None = None
         #: the warning given once when requests queue past half the timeout (None: not yet)
         self.queue_hint: str | None = None
+        #: the parallel slots the server reported to :meth:`apreflight` (None: unknown)
+        self.server_slots: int | None = None
 
     @classmethod
     def from_options(
@@ -640,6 +642,7 @@ class LLMClient:
                             served=models,
                         )
             slots = await _llamacpp_slots(http, self.base_url)
+        self.server_slots = slots
         return ServerInfo(self.base_url, self.model, models, slots, tuple(notes))
 
     def preflight(self) -> ServerInfo:
@@ -666,7 +669,8 @@ class LLMClient:
             if self.queue_hint is not None:
                 return
             suggested = max(1, int(in_flight * self.timeout_s / 4 / max(latency, 1e-9)))
-            if in_flight <= 1 or suggested >= in_flight:
+            slots = self.server_slots
+            if in_flight <= 1 or suggested >= in_flight or (slots and in_flight <= slots):
                 hint = (
                     f"a request to {self.base_url} took {latency:.1f} s of the "
                     f"{self.timeout_s:g} s timeout; the model is slow: raise --llm-timeout"
