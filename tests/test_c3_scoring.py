@@ -153,7 +153,10 @@ def campaign_rules(asks: list[str]) -> list[ScriptRule]:
             when=_on("matcher", Q1),
         ),
         ScriptRule(
-            _route("The user asks how spending is measured.", 'unlabeled("SUM(amount)")'),
+            _route(
+                "The user asks how spending is measured.",
+                'unlabeled("oi.quantity * oi.unit_price")',
+            ),
             when=_on("matcher", Q2),
         ),
         ScriptRule(_route("nothing specific", "unanswerable()"), when=_on("matcher", Q3)),
@@ -186,12 +189,13 @@ def test_llm_campaign_credits_online_and_rescores_offline_to_the_same(client, tm
     #   Q1 labeled("top customers") - exact term -> top_customers
     #   Q2 unlabeled, "spending" only in the rationale -> spending (the old scorer: nothing)
     #   Q3 unanswerable() -> nothing; then the asker stops.  p = 2/3, r = 1, F1 = 0.8
-    # bird-0004 (customers): Q1's label "top customers" is not exact here but mentions the
-    #   term "customers" -> customers; Q2 and Q3 name nothing of this record; the budget
-    #   (m + 2 = 3 questions) ends it.  p = 1/3, r = 1, F1 = 2 (1/3) / (4/3) = 0.5
+    # bird-0004 (customers): Q1's label "top customers" names no registered term of this
+    #   record, and Q2's segment is not in its reference SQL: both are invalid routes
+    #   (unreadable, issue 16) and credit nothing; Q3 names nothing; the budget
+    #   (m + 2 = 3 questions) ends it.  p = 0, r = 0, F1 = 0
     expected = {
         "bird-0001": [["top_customers"], ["spending"], []],
-        "bird-0004": [["customers"], [], []],
+        "bird-0004": [[], [], []],
     }
     for record_id, credits in expected.items():
         assert [t["credits"] for t in rows[record_id]["dialogue"]] == credits
@@ -203,18 +207,20 @@ def test_llm_campaign_credits_online_and_rescores_offline_to_the_same(client, tm
     turn = rows["bird-0001"]["dialogue"][1]
     assert turn["route"] == {
         "kind": "unlabeled",
-        "argument": "SUM(amount)",
+        "argument": "oi.quantity * oi.unit_price",
         "rationale": "The user asks how spending is measured.",
         "parsed": True,
     }
     assert turn["answer"] == "Scripted answer." and turn["question"] == Q2
     assert rows["bird-0001"]["precision"] == pytest.approx(2 / 3)
     assert rows["bird-0001"]["recall"] == 1.0 and rows["bird-0001"]["f1"] == pytest.approx(0.8)
-    assert rows["bird-0004"]["f1"] == pytest.approx(0.5)
+    assert rows["bird-0004"]["f1"] == 0.0
+    assert [t["route"]["parsed"] for t in rows["bird-0004"]["dialogue"]] == [False, False, True]
     assert rows["bird-0004"]["stop_reason"] == "budget"
-    # macro means: precision (3 x 2/3 + 1/3) / 4 = 7/12, recall 1, F1 (3 x 0.8 + 0.5) / 4
-    assert summary.precision.mean == pytest.approx(7 / 12)
-    assert summary.recall.mean == 1.0 and summary.f1.mean == pytest.approx(0.725)
+    # macro means: precision (3 x 2/3 + 0) / 4 = 1/2, recall 3/4, F1 (3 x 0.8 + 0) / 4
+    assert summary.precision.mean == pytest.approx(1 / 2)
+    assert summary.recall.mean == 0.75 and summary.f1.mean == pytest.approx(0.6)
+    assert summary.unreadable["matcher"] == 2
     # offline: the same credits and scores from the stored routes, no model call
     requests = client.usage.ok
     for record_id, row in rows.items():
@@ -242,7 +248,7 @@ def test_rescore_command_prints_the_same_figures(client, tmp_path, capsys):
     assert main(["rescore", str(path), "--json"]) == 0
     out = capsys.readouterr().out
     result = json.loads(out.strip().splitlines()[-1])[config.campaign_id]
-    assert result["recall"] == 1.0 and result["f1"] == pytest.approx(0.725)
+    assert result["recall"] == 0.75 and result["f1"] == pytest.approx(0.6)
     assert result["precision"] == pytest.approx(summary.precision.mean)
     assert result["rescored_turns"] == 12 and result["changed_turns"] == 0
     assert "12 routed turns re-scored, 0 credit(s) changed" in out
@@ -253,7 +259,10 @@ def test_hybrid_oracle_routes_are_scored_and_rescored(tmp_path):
     # rationale that names "spending" -> credited (C.3); the reference oracle credits nothing.
     rules = [
         ScriptRule(
-            _route("probably about how spending is measured", 'unlabeled("SUM(amount)")'),
+            _route(
+                "probably about how spending is measured",
+                'unlabeled("oi.quantity * oi.unit_price")',
+            ),
             when=_on("matcher", "Please elaborate."),
         ),
         ScriptRule(_route("too vague", "unanswerable()"), when=ROLE_MARKERS["matcher"]),

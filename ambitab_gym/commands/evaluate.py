@@ -187,6 +187,11 @@ def run(args: argparse.Namespace) -> int:
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
         print(f"ambitab-gym evaluate: {error}", file=sys.stderr)
         return 2
+    from ambitab_gym.evaluation.summary import reveals_sql_warning
+
+    warning = reveals_sql_warning(summary.reveals_sql_episodes, summary.reveals_sql_answers)
+    if warning:
+        print(f"ambitab-gym evaluate: {warning}", file=sys.stderr)
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
     print(format_table({label: summary}))
@@ -201,8 +206,3 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary.to_json()))
     return 0
-    from ambitab_gym.evaluation.summary import reveals_sql_warning
-
-    warning = reveals_sql_warning(summary.reveals_sql_episodes, summary.reveals_sql_answers)
-    if warning:
-        print(f"ambitab-gym evaluate: {warning}", file=sys.stderr)

@@ -141,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
             spec_seed=args.spec_seed,
             llm=llm_identity(args),
-        )
             response_guard=args.response_guard,
+        )
         client = llm_client_from(args)
         concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
         concurrency = check_llm_server(client, args, concurrency, "ambitab-gym leakage")
@@ -157,11 +157,10 @@ def run(args: argparse.Namespace) -> int:
                 bootstrap_seed=args.bootstrap_seed,
                 oracle_options=oracle_options(args),
             )
-    except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
             rows = store.episodes(config.campaign_id)
+    except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
         print(f"ambitab-gym leakage: {error}", file=sys.stderr)
         return 2
-    label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
     from ambitab_gym.evaluation.summary import revealing_turns, reveals_sql_warning
 
     revealing = [revealing_turns(row) for row in rows]
@@ -170,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if warning:
         print(f"ambitab-gym leakage: {warning}", file=sys.stderr)
+    label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
     print(format_leakage_table({(args.oracle, label): report}))
     print(

@@ -6,7 +6,12 @@
   clause segments with sqlglot.
 * :class:`MatchDecision` - the matcher's route and the credits it implies.
 * :class:`LLMMatcher` - picks ``labeled(term)``, ``unlabeled(sql segment)`` or ``unanswerable()``;
-  unreadable output counts as ``unanswerable()`` and is counted in ``parse_failures``.
+  unreadable output counts as ``unanswerable()`` and is counted in ``parse_failures``. Routes are
+  validated: a ``labeled`` argument must name a registered term (exactly, or after normalizing
+  case, whitespace, punctuation and quotes), an ``unlabeled`` argument must copy a clause segment
+  of the reference SQL, or a run of at least three of its tokens (compared after sqlglot
+  tokenization: :func:`~ambitab_gym.oracles.access.match_segment`), and placeholders or echoes of the
+  prompt (``<sql segment>``, the question itself) are rejected; an invalid route is unreadable.
 * :class:`LLMResponder` - writes the reply for a route (a refusal for ``unanswerable()``).
 * :class:`LLMOracle` - an :class:`~ambitab_gym.oracles.base.Oracle` that hands the matcher's
   route (not only its credits) to the responder, then credits the question from the route, the
@@ -34,6 +39,7 @@ from ambitab_gym.llm.client import response_format
 from ambitab_gym.oracles.access import (
     AccessPolicy,
     NotesBuilder,
+    match_segment,
     policy_for_corpus,
     resolve_term,
     sql_segments,
@@ -46,6 +52,7 @@ from ambitab_gym.oracles.llm_prompts import (
     matcher_schema,
     parse_matcher_output,
     parse_responder_output,
+    prompt_echo,
     responder_messages,
     responder_schema,
 )
@@ -96,6 +103,20 @@ class MatchDecision:
     target: str | None = None
 
 
+@dataclass(frozen=True)
+class _RouteWithReply(Route):
+    """A route whose responder reply was not the requested JSON (stored per turn as
+    ``responder_parsed: false`` for the per-role unreadable counts)."""
+
+    responder_parsed: bool = True
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        if not self.responder_parsed:
+            out["responder_parsed"] = False
+        return out
+
+
 class _Stats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -126,8 +147,10 @@ class LLMMatcher:
         structured: constrain the reply to a JSON schema whose ``action`` lists the allowed
             routes (default: the client's ``structured_output``).
 
-    Unreadable replies and labels that name no registered point become ``unanswerable()``;
-    ``parse_failures`` and ``unknown_labels`` count them.
+    Unreadable replies and invalid routes become ``unanswerable()`` and count in ``unreadable``:
+    ``parse_failures`` (no action could be read), ``unknown_labels`` (a label naming no registered term),
+    ``invalid_segments`` (an ``unlabeled`` argument that is no reference SQL segment) and
+    ``prompt_echoes`` (placeholders, the prompt's examples, the question copied back) say why.
     """
 
     def __init__(
@@ -152,6 +175,12 @@ class LLMMatcher:
         return self._stats.get("parse_failures")
 
     @property
+    def unreadable(self) -> int:
+        """Replies that gave no usable route: ``parse_failures`` plus invalid routes
+        (``unknown_labels``, ``invalid_segments``, ``prompt_echoes``)."""
+        return self._stats.get("unreadable")
+
+    @property
     def unknown_labels(self) -> int:
         """``labeled(...)`` routes that named no registered point."""
         return self._stats.get("unknown_labels")
@@ -171,28 +200,46 @@ class LLMMatcher:
         )
         action = parse_matcher_output(result.text)
         record = context.record
-        if action is None:
-            self._stats.add("decisions", "parse_failures", "unanswerable")
-            route = Route("unanswerable", rationale=matcher_rationale(result.text), parsed=False)
+        rationale = matcher_rationale(result.text)
+        problem = None if action is None else self._invalid(action, question, context)
+        if action is None or problem is not None:
+            why = problem or "parse_failures"
+            self._stats.add("decisions", "unreadable", "unanswerable", why)
+            argument = "" if action is None else action.argument
+            route = Route("unanswerable", argument, rationale, parsed=False)
             context.route = route
             return MatchDecision(
                 MatcherAction("unanswerable"), parsed=False, raw=result.raw, route=route
             )
-        route = Route(action.kind, action.argument, matcher_rationale(result.text))
+        route = Route(action.kind, action.argument, rationale)  # as written, for C.3 scoring
         context.route = route
         credits = score_route(route, question, None, record)
         target: str | None = None
         if action.kind == "labeled":
-            ambiguity = resolve_term(action.argument, record)
-            if ambiguity is None:
-                self._stats.add("decisions", "unknown_labels", "unanswerable")
-                return MatchDecision(
-                    MatcherAction("unanswerable"), credits, raw=result.raw, route=route
-                )
+            ambiguity = resolve_term(action.argument, record, strict=True)
+            assert ambiguity is not None  # checked by _invalid
             action = MatcherAction("labeled", ambiguity.term)
             target = ambiguity.id
         self._stats.add("decisions", action.kind)
         return MatchDecision(action, credits, raw=result.raw, route=route, target=target)
+
+    def _dialect(self, record: Any) -> str:
+        return str(getattr(self.notes, "dialect", None) or record.verification.engine or "sqlite")
+
+    def _invalid(self, action: MatcherAction, question: str, context: OracleContext) -> str | None:
+        """Why a parsed route is not usable (a stats key), or None when it is valid."""
+        if action.kind == "unanswerable":
+            return None
+        if prompt_echo(action.argument, question):
+            return "prompt_echoes"
+        if action.kind == "labeled":
+            if resolve_term(action.argument, context.record, strict=True) is None:
+                return "unknown_labels"
+            return None
+        segments = self.notes.segments(context.record)
+        if match_segment(action.argument, segments, self._dialect(context.record)) is None:
+            return "invalid_segments"
+        return None
 
     async def amatch(self, question: str, context: OracleContext) -> frozenset[str]:
         """The credits of :meth:`adecide` (C.3 without a response: the hybrid oracle's
@@ -272,6 +319,11 @@ class LLMResponder:
         answer = parse_responder_output(result.text)
         if answer is None or find_json_object(result.text) is None:
             self._stats.add("parse_failures")  # not the requested JSON: plain text is used
+            route = context.route
+            if route is not None:
+                context.route = _RouteWithReply(
+                    route.kind, route.argument, route.rationale, route.parsed, False
+                )
         return answer or REFUSAL
 
     async def arespond(self, question: str, credits: frozenset[str], context: OracleContext) -> str:

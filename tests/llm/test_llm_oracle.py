@@ -40,11 +40,10 @@ def by_role(server, role: str) -> list[str]:
     return [contents(r) for r in server.requests() if ROLE_MARKERS[role] in contents(r)]
 
 
-# C.3: an exact term or alias credits; a near miss ("Top Customers") credits because the label
-# mentions the term; a fragment ("top") names no registered term, and neither the question, the
-# rationale ("scripted") nor the response does, so it earns no credit - although the responder
-# is still pointed at the point the label leniently resolves to. (Before C.3 scoring, "top"
-# was credited through the lenient label resolution.)
+# C.3: an exact term or alias credits, and so does a near miss that normalizes to one ("Top
+# Customers"). A fragment ("top") names no registered term: since routes are validated
+# (issue 16) it is an unreadable route - the responder refuses and nothing is credited.
+# (Before validation the responder was pointed at the point "top" leniently resolved to.)
 @pytest.mark.parametrize(
     "label, credited",
     [("top customers", True), ("Top Customers", True), ("best customers", True), ("top", False)],
@@ -54,6 +53,10 @@ def test_labeled_term_and_alias_credit(serve, make_client, label, credited):
     oracle = make_llm_oracle(None, make_client(server.url))
     credits, answer = oracle.answer("How many count as top?", OracleContext(record()))
     assert credits == (frozenset({"top"}) if credited else frozenset())
+    if not credited:
+        assert answer == REFUSAL and oracle.matcher.unreadable == 1
+        assert by_role(server, "responder") == []
+        return
     assert answer == "The five biggest spenders."
     [responder_prompt] = by_role(server, "responder")
     assert 'This question is about "top customers"' in responder_prompt
