@@ -152,9 +152,10 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
     )
     add(
         "structured-output",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="ask for JSON-schema constrained replies (response_format); helps small models",
+        help="ask for JSON-schema constrained replies (response_format; default on: a server "
+        "that rejects it gets plain JSON, logged once); --no-structured-output turns it off",
     )
     add(
         "no-thinking",
@@ -289,7 +290,7 @@ def client_from_args(
         top_p=get("top_p"),
         seed=seed,
         disable_thinking=bool(get("no_thinking")),
-        structured_output=bool(get("structured_output")),
+        structured_output=get("structured_output") is not False,  # default on
         sampling=sampling_from_args(args, prefix=prefix),
         log_path=get("llm_log"),
     )
