@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ambitab_gym import defaults
 from ambitab_gym.commands._args import check_component, component_help, output_file, positive_int
@@ -144,8 +145,25 @@ def llm_identity(args: argparse.Namespace) -> dict:
     _env_defaults(args)
     if not getattr(args, "llm_url", None):
         return {}
-    keys = ("llm_url", "model", "temperature", "top_p", "no_thinking")
-    return {**{k: getattr(args, k, None) for k in keys}, "oracle_options": oracle_options(args)}
+    from ambitab_gym.commands.llm_options import sampling_from_args
+
+    keys = ("llm_url", "model", "no_thinking")
+    return {
+        **{k: getattr(args, k, None) for k in keys},
+        # every role's temperature, top_p, top_k, max_tokens and seed (docs/llm.md, "Sampling")
+        "sampling": sampling_from_args(args).to_dict(),
+        "oracle_options": oracle_options(args),
+    }
+
+
+def llm_usage(client: Any) -> tuple[str, dict] | None:
+    """The campaign's LLM calls per role: a printed line and its JSON (None without LLM)."""
+    if client is None:
+        return None
+    from ambitab_gym.llm.usage import format_usage
+
+    by_role = client.usage_by_role
+    return format_usage(by_role), {role: usage.to_dict() for role, usage in by_role.items()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -203,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     for condition, reasons in summary.verdict_reasons.items():
         counts = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
         print(f"verdict reasons ({condition}): {counts}")
+    usage = llm_usage(client)
+    if usage is not None:
+        print(usage[0])
     if args.json:
-        print(json.dumps(summary.to_json()))
+        print(json.dumps({**summary.to_json(), **({"llm_usage": usage[1]} if usage else {})}))
     return 0

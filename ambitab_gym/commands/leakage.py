@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         check_llm_server,
         llm_client_from,
         llm_identity,
+        llm_usage,
         oracle_options,
     )
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
@@ -197,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if report.errors:
         print("errors: " + ", ".join(f"{k}: {v}" for k, v in sorted(report.errors.items())))
+    usage = llm_usage(client)
+    if usage is not None:
+        print(usage[0])
     if args.json:
-        print(json.dumps(report.to_json()))
+        print(json.dumps({**report.to_json(), **({"llm_usage": usage[1]} if usage else {})}))
     return 0

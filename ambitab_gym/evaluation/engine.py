@@ -37,6 +37,7 @@ from ambitab_gym.corpora import Corpus
 from ambitab_gym.errors import ConfigurationError, category_of
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import episode_metrics
+from ambitab_gym.llm.sampling import EpisodeKey, episode_scope
 from ambitab_gym.oracles.base import Oracle
 from ambitab_gym.records import TaskRecord
 
@@ -240,7 +241,11 @@ async def _execute(
                 if unit.condition not in built:
                     built[unit.condition] = plan.parts(unit.condition)
                 env, asker = built[unit.condition]
-                row = await play_episode(env, asker, unit.record, seed=unit.seed)
+                # LLM calls of this episode derive their seeds from its key (llm/sampling.py);
+                # each worker is its own task, so the key is its own
+                key = EpisodeKey(plan.campaign_id, unit.condition, unit.seed, unit.record.id)
+                with episode_scope(key):
+                    row = await play_episode(env, asker, unit.record, seed=unit.seed)
                 row.update(campaign_id=plan.campaign_id, condition=unit.condition, seed=unit.seed)
                 if plan.finish_row is not None:
                     plan.finish_row(row)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ambitab_gym.llm.client import response_format
+from ambitab_gym.llm.sampling import Sampling
 from ambitab_gym.oracles.access import (
     AccessPolicy,
     NotesBuilder,
@@ -142,10 +143,11 @@ class LLMMatcher:
     Args:
         client: the LLM client.
         notes: what it may read (see :class:`NotesBuilder`).
-        max_tokens: the reply budget.
-        temperature, seed: sampling overrides for this stage (default: the client's).
+        max_tokens, temperature, seed: overrides of ``sampling``.
         structured: constrain the reply to a JSON schema whose ``action`` lists the allowed
             routes (default: the client's ``structured_output``).
+        sampling: this stage's sampling (default: the client's ``sampling["matcher"]``); each
+            call sends a seed derived from the episode, the turn and the attempt.
 
     Unreadable replies and invalid routes become ``unanswerable()`` and count in ``unreadable``:
     ``parse_failures`` (no action could be read), ``unknown_labels`` (a label naming no registered term),
@@ -158,14 +160,17 @@ class LLMMatcher:
         client: LLMClient,
         notes: NotesBuilder,
         *,
-        max_tokens: int | None = 256,
+        max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
         structured: bool | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self.client = client
         self.notes = notes
-        self.sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        self.sampling = (sampling or client.sampling["matcher"]).replace(
+            max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
         self.structured = client.structured_output if structured is None else structured
         self._stats = _Stats()
 
@@ -196,7 +201,13 @@ class LLMMatcher:
         messages = matcher_messages(question, notes)
         fmt = response_format("route", matcher_schema(notes)) if self.structured else None
         result = await self.client.achat(
-            messages, tag="oracle:matcher", response_format=fmt, **self.sampling
+            messages,
+            tag="oracle:matcher",
+            role="matcher",
+            turn=len(context.turns),
+            sampling=self.sampling,
+            parse=parse_matcher_output,
+            response_format=fmt,
         )
         action = parse_matcher_output(result.text)
         record = context.record
@@ -259,7 +270,8 @@ class LLMResponder:
         notes: what it may read (see :class:`NotesBuilder`).
         answer_unanswerable: also ask the model to word refusals (default: reply
             :data:`~ambitab_gym.oracles.base.REFUSAL` without a call).
-        max_tokens, temperature, seed: sampling overrides for this stage.
+        max_tokens, temperature, seed: overrides of ``sampling``.
+        sampling: this stage's sampling (default: the client's ``sampling["responder"]``).
         structured: constrain the reply to ``{"answer": ...}`` (default: the client's
             ``structured_output``).
 
@@ -273,15 +285,18 @@ class LLMResponder:
         notes: NotesBuilder,
         *,
         answer_unanswerable: bool = False,
-        max_tokens: int | None = 256,
+        max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
         structured: bool | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self.client = client
         self.notes = notes
         self.answer_unanswerable = answer_unanswerable
-        self.sampling = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        self.sampling = (sampling or client.sampling["responder"]).replace(
+            max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
         self.structured = client.structured_output if structured is None else structured
         self._stats = _Stats()
 
@@ -313,7 +328,13 @@ class LLMResponder:
         messages = responder_messages(question, notes, action=action.render(), focus=focus)
         fmt = response_format("answer", responder_schema()) if self.structured else None
         result = await self.client.achat(
-            messages, tag="oracle:responder", response_format=fmt, **self.sampling
+            messages,
+            tag="oracle:responder",
+            role="responder",
+            turn=len(context.turns),
+            sampling=self.sampling,
+            parse=parse_responder_output,
+            response_format=fmt,
         )
         self._stats.add("replies")
         answer = parse_responder_output(result.text)
@@ -411,7 +432,7 @@ def make_llm_oracle(
     matcher_reads_dialogue: bool = False,
     answer_unanswerable: bool = False,
     responder_client: LLMClient | None = None,
-    max_tokens: int | None = 256,
+    max_tokens: int | None = None,
     temperature: float | None = None,
     seed: int | None = None,
     dialect: str | None = None,
@@ -432,7 +453,8 @@ def make_llm_oracle(
             current question).
         answer_unanswerable: let the model word refusals instead of the fixed refusal.
         responder_client: a different client for the responder (default: ``client``).
-        max_tokens, temperature, seed: sampling for both stages (default: the client's).
+        max_tokens, temperature, seed: overrides for both stages (default: each stage's
+            sampling in the client's ``sampling``: ``matcher``, ``responder``).
         dialect: the SQL dialect for segments (default: the corpus's).
         structured: schema-constrained JSON replies (default: the client's
             ``structured_output``).

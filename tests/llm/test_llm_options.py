@@ -143,7 +143,9 @@ def test_leakage_command_with_an_llm_oracle(serve, tmp_path, capsys):
     )
     assert code == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    usage = report.pop("llm_usage")  # the campaign's LLM calls per role
     assert set(report) == {"d_j_resp", "d_rec_spec", "d_j_full", "d_rec_none"}
+    assert sum(u["calls"] for u in usage.values()) == len(server.requests())
     roles = {
         role
         for request in server.requests()
