@@ -6,6 +6,9 @@
   and latency (:mod:`ambitab_gym.llm.usage`).
 * :class:`LLMError` and its subclasses, each with a ``category`` (:mod:`ambitab_gym.llm.errors`).
 * :func:`response_format` - the ``response_format`` request field for structured output.
+* :class:`Sampling`, :class:`SamplingTable`, :data:`DEFAULT_SAMPLING` - sampling per role;
+  :class:`EpisodeKey`, :func:`episode_scope`, :func:`derive_seed` - the per-call seed
+  (:mod:`ambitab_gym.llm.sampling`).
 * :data:`DEFAULT_CONCURRENCY` - requests in flight when nobody says otherwise.
 
 That is all this unit holds. What is sent and how replies are read belongs to the side of the
@@ -44,12 +47,22 @@ from ambitab_gym.llm.errors import (
     LLMMalformedResponse,
     LLMTimeout,
 )
+from ambitab_gym.llm.sampling import (
+    DEFAULT_SAMPLING,
+    EpisodeKey,
+    Sampling,
+    SamplingTable,
+    derive_seed,
+    episode_scope,
+)
 from ambitab_gym.llm.usage import CallRecord, UsageSummary
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "DEFAULT_SAMPLING",
     "CallRecord",
     "ChatResult",
+    "EpisodeKey",
     "LLMClient",
     "LLMConnectionError",
     "LLMContextOverflow",
@@ -57,7 +70,11 @@ __all__ = [
     "LLMHTTPError",
     "LLMMalformedResponse",
     "LLMTimeout",
+    "Sampling",
+    "SamplingTable",
     "UsageSummary",
+    "derive_seed",
+    "episode_scope",
     "response_format",
 ]
 
