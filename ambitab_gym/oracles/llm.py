@@ -176,7 +176,7 @@ class LLMMatcher:
 
     @property
     def parse_failures(self) -> int:
-        """Replies that could not be read (each counted as ``unanswerable()``)."""
+        """Replies from which no action could be read (each counted as ``unanswerable()``)."""
         return self._stats.get("parse_failures")
 
     @property
@@ -222,15 +222,20 @@ class LLMMatcher:
             return MatchDecision(
                 MatcherAction("unanswerable"), parsed=False, raw=result.raw, route=route
             )
-        route = Route(action.kind, action.argument, rationale)  # as written, for C.3 scoring
-        context.route = route
-        credits = score_route(route, question, None, record)
         target: str | None = None
         if action.kind == "labeled":
             ambiguity = resolve_term(action.argument, record, strict=True)
             assert ambiguity is not None  # checked by _invalid
-            action = MatcherAction("labeled", ambiguity.term)
+            if ambiguity.term != action.argument and action.argument not in ambiguity.names:
+                # a near miss ("'Top-Customers'") names the term: record the term, so C.3
+                # scoring (online and offline) credits what validation accepted
+                action = MatcherAction("labeled", ambiguity.term)
             target = ambiguity.id
+        route = Route(action.kind, action.argument, rationale)
+        context.route = route
+        credits = score_route(route, question, None, record)
+        if action.kind == "labeled":
+            action = MatcherAction("labeled", ambiguity.term)
         self._stats.add("decisions", action.kind)
         return MatchDecision(action, credits, raw=result.raw, route=route, target=target)
 
