@@ -23,7 +23,7 @@ The tree (base class here -> the package's classes that derive from it)::
     |   +-- verify.worker.WorkerStartError (RuntimeError)
     |   +-- verify.postgres_loader.UnsafeServerSetup "unsafe_server_setup" (ValueError)
     +-- LLMServiceError                   "llm_error"     (RuntimeError) an LLM server call failed
-    |   +-- llm.errors.LLMError           and its subclasses (timeout, connection, http_<status>, ...)
+    |   +-- llm.errors.LLMError           and its subclasses (timeout, connection, http_<status>, auth, unknown_model, ...)
     +-- ConversionError                   "conversion"    an upstream corpus cannot be converted
     |   +-- convert.BuildError            "build"         (RuntimeError)
     +-- StoreError                        "store"         the results file cannot be used
