@@ -37,15 +37,18 @@ from ambitab_gym.llm.client import (
     DEFAULT_CONCURRENCY,
     ChatResult,
     LLMClient,
+    ServerInfo,
     response_format,
 )
 from ambitab_gym.llm.errors import (
+    LLMAuthError,
     LLMConnectionError,
     LLMContextOverflow,
     LLMError,
     LLMHTTPError,
     LLMMalformedResponse,
     LLMTimeout,
+    LLMUnknownModel,
 )
 from ambitab_gym.llm.sampling import (
     DEFAULT_SAMPLING,
@@ -63,6 +66,7 @@ __all__ = [
     "CallRecord",
     "ChatResult",
     "EpisodeKey",
+    "LLMAuthError",
     "LLMClient",
     "LLMConnectionError",
     "LLMContextOverflow",
@@ -70,7 +74,9 @@ __all__ = [
     "LLMHTTPError",
     "LLMMalformedResponse",
     "LLMTimeout",
+    "LLMUnknownModel",
     "Sampling",
+    "ServerInfo",
     "SamplingTable",
     "UsageSummary",
     "derive_seed",
