@@ -432,10 +432,15 @@ def match_segment(argument: str, segments: tuple[str, ...], dialect: str = "sqli
 
 
 _SQL_SHAPE = re.compile(
-    r"\bselect\b[\s\S]{1,400}?\bfrom\b|\b(?:where|group\s+by|order\s+by|having|limit|join)\b"
-    r"[^.!?\n]{0,80}(?:[=<>]|\bdesc\b|\basc\b|\bcount\s*\(|\bsum\s*\(|\b\d+\b|\.)",
+    # a SELECT list in code shape (``*``, a call, a comma list, a qualified name) before FROM
+    r"\bselect\s+(?:distinct\s+)?(?:\*|[\w.]+\s*\(|[\w.]+\s*,|\w+\.\w+)[\s\S]{0,400}?\bfrom\b"
+    # a clause keyword followed closely by an operator, a qualified name, an aggregate, ASC/DESC
+    r"|\b(?:where|group\s+by|order\s+by|having|join|on)\s+[^.!?;\n]{0,60}?"
+    r"(?:[=<>]|\w\.\w|\b(?:count|sum|avg|min|max)\s*\(|\b(?:desc|asc)\b)",
     re.IGNORECASE,
 )
+# keywords written as code: upper-case SELECT ... FROM, LIMIT n
+_SQL_CODE = re.compile(r"\bSELECT\b[\s\S]{1,400}?\bFROM\b|\bLIMIT\s+\d+\b")
 _SEGMENT_CACHE: dict[tuple[str, str], tuple[str, ...]] = {}
 _SEGMENT_LOCK = threading.Lock()
 
@@ -476,7 +481,7 @@ def answer_reveals_sql(
     """
     if not answer or not _SQL_KEYWORD.search(answer):
         return False
-    if _SQL_SHAPE.search(answer):
+    if _SQL_SHAPE.search(answer) or _SQL_CODE.search(answer):
         return True
     if reference_sql:
         text = normalize_sql(answer, dialect)

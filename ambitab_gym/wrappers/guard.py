@@ -77,7 +77,7 @@ class ResponseGuard(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """
 
     def __init__(self, env: gym.Env, *, redact: Any = None) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.utils.RecordConstructorArgs.__init__(self, redact=redact)
         gym.Wrapper.__init__(self, env)
         check_below_agent_interface(env, type(self).__name__)
         self.redact = redact or guard_answer
