@@ -203,6 +203,8 @@ async def play_episode(env: Any, asker: Any, record: TaskRecord, *, seed: int) -
                 "answer": t.answer,
                 "credits": sorted(t.credits),
                 **({"route": t.route} if t.route is not None else {}),  # for re-scoring (C.3)
+                **({"answer_reveals_sql": True} if t.answer_reveals_sql else {}),  # privileged
+                **({"shown_answer": t.shown_answer} if t.shown_answer is not None else {}),
             }
             for t in trajectory.turns
         ],
