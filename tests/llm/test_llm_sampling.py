@@ -16,12 +16,14 @@ import asyncio
 import gc
 import importlib.util
 import json
+import logging
 from pathlib import Path
 
 import pytest
 from llm_helpers import contents as request_text
 from llm_helpers import record
 
+from ambitab_gym.cli import main as cli_main
 from ambitab_gym.commands.evaluate import llm_identity
 from ambitab_gym.commands.llm_options import add_llm_arguments, add_oracle_arguments
 from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
@@ -224,6 +226,51 @@ def test_campaign_log_holds_every_call_and_seeds_follow_the_episode(serve, make_
         assert [e["turn"] for e in mine if e["role"] == "solver"] == [n]
     # the same (condition, seed, record, role, turn) never repeats, so no two seeds coincide
     assert len({e["sampling"]["seed"] for e in entries}) == len(entries)
+
+
+def test_evaluate_logs_every_call_and_prints_calls_per_role(serve, tmp_path, capsys, caplog):
+    rules = role_rules(
+        ["What do you mean exactly?"],
+        matcher=json.dumps({"action": "unanswerable()"}),
+        solver=json.dumps({"type": "final_sql", "output": "SELECT 1"}),
+    )
+    server = serve(rules)
+    log = tmp_path / "calls.jsonl"
+    logger = logging.getLogger("ambitab_gym.llm")
+    level = logger.level
+    server.fail_next("http_500")  # one retry, visible in the summary
+    logger.setLevel(logging.NOTSET)  # only -v may turn DEBUG on
+    caplog.handler.setLevel(logging.DEBUG)
+    try:
+        code = cli_main(
+            ["-v", "evaluate", "AmbiTab-Bird-v0", "--asker", "llm:checklist-ledger"]
+            + ["--solver", "llm", "--oracle", "llm", "--limit", "3", "--json"]
+            + ["--no-progress", "--results", str(tmp_path / "r.duckdb")]
+            + ["--llm-url", server.url, "--model", "m", "--concurrency", "1"]
+            + ["--sampling", "solver.max_tokens=77", "--sampling", "all.seed=5"]
+            + ["--llm-log", str(log)]
+        )
+    finally:
+        logger.setLevel(level)
+    assert code == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    summary = json.loads(lines[-1])
+    usage = summary["llm_usage"]
+    requests = server.requests()
+    assert sum(u["calls"] for u in usage.values()) == len(log_lines(log)) == len(requests) - 1
+    assert sum(u["retries"] for u in usage.values()) == 1
+    assert set(usage) == {"asker", "matcher", "solver"}  # unanswerable(): no responder call
+    printed = next(line for line in lines if line.startswith("LLM calls: "))
+    assert f"solver {usage['solver']['calls']} (" in printed and "retries 1" in printed
+    solver_bodies = [r["body"] for r in requests if role_of(r) == "solver"]
+    assert solver_bodies and all(b["max_tokens"] == 77 for b in solver_bodies)
+    assert all(e["sampling"]["seed"] != e["seeds"][0] or e["attempts"] == 1 for e in log_lines(log))
+    # -v: every call at DEBUG, with its prompt and reply
+    debug = [
+        r for r in caplog.records if r.name == "ambitab_gym.llm" and r.levelno == logging.DEBUG
+    ]
+    assert len(debug) == len(log_lines(log))
+    assert all("messages:" in r.getMessage() and "reply:" in r.getMessage() for r in debug)
 
 
 # -- a real model: llama.cpp with SmolLM2-135M-Instruct ------------------------------------------
