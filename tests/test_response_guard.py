@@ -13,6 +13,7 @@ import pytest
 import ambitab_gym
 from ambitab_gym.cli import main
 from ambitab_gym.evaluation import ResultsStore
+from ambitab_gym.evaluation.report import write_report
 from ambitab_gym.llm import LLMClient
 from ambitab_gym.oracles import OracleContext
 from ambitab_gym.oracles.access import answer_reveals_sql
@@ -170,6 +171,11 @@ def test_evaluate_warns_and_counts_answers_that_reveal_sql(tmp_path, capsys):
             t for r in store.episodes() for t in r["dialogue"] if t.get("answer_reveals_sql")
         ]
     assert len(flagged) == summary["reveals_sql_answers"]
+    # the report's campaign table: unreadable replies per role and episodes that reveal SQL
+    files = write_report(tmp_path / "r.duckdb", tmp_path / "report", figures=False, browser=False)
+    page = files.html.read_text()
+    assert ">Reveals SQL</th>" in page and ">Unreadable m/r/a/s</th>" in page
+    assert f"<td>0/0/0/0</td><td>{summary['reveals_sql_episodes']}</td>" in page
     # the reference oracle: no warning
     assert main([*argv, "--results", str(tmp_path / "s.duckdb"), "--json"]) == 0
     out, err = capsys.readouterr()

@@ -45,7 +45,7 @@ from ambitab_gym.evaluation.report_figures import (
     plot_leakage,
 )
 from ambitab_gym.evaluation.store import ResultsStore
-from ambitab_gym.evaluation.summary import Stat, Summary, summarize_campaign
+from ambitab_gym.evaluation.summary import ROLES, Stat, Summary, summarize_campaign
 
 __all__ = [
     "CORPUS_ORDER",
@@ -580,7 +580,17 @@ def _summary_tables(entries: Sequence[ReportEntry]) -> list[str]:
         cells = "".join(_cell(get(e.summary)) for _, _, get in _COLUMNS)
         parts.append(f'<tr{first} data-campaign="{esc(e.campaign_id)}">{head}{cells}</tr>')
     parts += ["</tbody></table>", f'<p class="note">{_NOTE}</p>', "<h2>Campaigns</h2>"]
-    heads = ("Campaign", "Corpus", "Asker", "Solver", "Oracle", "Split", "Errors")
+    heads = (
+        "Campaign",
+        "Corpus",
+        "Asker",
+        "Solver",
+        "Oracle",
+        "Split",
+        "Errors",
+        "Unreadable m/r/a/s",
+        "Reveals SQL",
+    )
     parts.append(
         '<table id="campaigns"><thead><tr>'
         + "".join(f'<th class="{"l" if i < 6 else ""}">{h}</th>' for i, h in enumerate(heads))
@@ -591,7 +601,11 @@ def _summary_tables(entries: Sequence[ReportEntry]) -> list[str]:
         errors = ", ".join(f"{k}: {v}" for k, v in sorted(e.summary.errors.items())) or "0"
         keys = ("asker", "solver", "oracle")
         cells = (e.campaign_id, e.group, *(c.get(k, "") for k in keys), c.get("split") or "all")
-        parts.append(f"<tr>{_tds((*cells, errors), 6)}</tr>")
+        # unreadable replies per role (matcher/responder/asker/solver) and episodes whose oracle
+        # answers reveal SQL (summary.unreadable_counts, summary.revealing_turns)
+        unreadable = "/".join(str(e.summary.unreadable.get(r, 0)) for r in ROLES)
+        reveals = e.summary.reveals_sql_episodes
+        parts.append(f"<tr>{_tds((*cells, errors, unreadable, reveals), 6)}</tr>")
     parts.append("</tbody></table>")
     return parts
 
