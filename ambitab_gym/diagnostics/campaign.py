@@ -36,6 +36,7 @@ from ambitab_gym.env import AmbiTabEnv
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.evaluation.engine import CampaignPlan, config_hash, create_oracle, run_plan
 from ambitab_gym.evaluation.store import ResultsStore
+from ambitab_gym.llm.sampling import check_stored_sampling
 from ambitab_gym.oracles import Oracle
 from ambitab_gym.oracles.deterministic import reference_oracle
 from ambitab_gym.records import TaskRecord
@@ -225,6 +226,10 @@ def run_leakage(
         >>> report.to_json()["d_rec_none"]["mean"], report.reference_ok
         (100.0, True)
     """
+    try:  # the stored sampling is part of the campaign id: it must be the client's
+        check_stored_sampling(config.llm.get("sampling"), llm_client)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
     corpus = load_corpus(config.corpus)
     records = corpus.split(config.split)
     if config.limit is not None:

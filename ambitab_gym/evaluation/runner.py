@@ -31,6 +31,7 @@ from ambitab_gym.evaluation.engine import (
 )
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import Summary, summarize_campaign
+from ambitab_gym.llm.sampling import check_stored_sampling
 from ambitab_gym.verify import Limits, Verifier
 from ambitab_gym.vocabulary import EVALUATION_CONDITIONS
 
@@ -142,6 +143,10 @@ def run_campaign(
         >>> summary.sr["full"].mean >= summary.sr["none"].mean, summary.recall.mean
         (True, 1.0)
     """
+    try:  # the stored sampling is part of the campaign id: it must be the client's
+        check_stored_sampling(config.llm.get("sampling"), llm_client)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
     corpus = load_corpus(config.corpus)
     records = corpus.split(config.split)
     if config.limit is not None:

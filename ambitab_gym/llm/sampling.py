@@ -9,6 +9,7 @@
   condition, seed, record) the running coroutine plays; the campaign engine sets it per episode.
 * :func:`derive_seed` - the seed of one request: a stable hash of the campaign seed, condition,
   record, role, turn, attempt and the role's seed.
+* :func:`check_stored_sampling` - a campaign's stored sampling must be its client's.
 
 This module imports nothing outside the standard library.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -29,6 +31,7 @@ __all__ = [
     "EpisodeKey",
     "Sampling",
     "SamplingTable",
+    "check_stored_sampling",
     "current_episode",
     "derive_seed",
     "episode_scope",
@@ -211,3 +214,40 @@ def derive_seed(
     )
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def check_stored_sampling(stored: Mapping[str, Any] | None, client: Any) -> None:
+    """Check that a campaign config's ``llm["sampling"]`` is the sampling of its client.
+
+    The stored table is part of the campaign id; a client that samples otherwise would file its
+    episodes under a campaign that says something else. Without a stored table (campaigns built
+    in Python) a warning says the id does not cover the sampling.
+
+    >>> class Client:
+    ...     sampling = SamplingTable()
+    >>> check_stored_sampling(SamplingTable().to_dict(), Client())
+    >>> check_stored_sampling({**SamplingTable().to_dict(), "asker": {}}, Client())
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the campaign config stores sampling {'asker': {}}, but the LLM client ...
+
+    Raises:
+        ValueError: the stored table differs from the client's.
+    """
+    table = getattr(client, "sampling", None)
+    if not isinstance(table, SamplingTable):
+        return
+    if stored is None:
+        logging.getLogger("ambitab_gym.llm").warning(
+            "the campaign config stores no LLM sampling, so its id does not cover it; pass "
+            "llm={'sampling': client.sampling.to_dict()}"
+        )
+        return
+    mine = table.to_dict()
+    if dict(stored) != mine:
+        differ = {role: stored.get(role) for role in ROLES if stored.get(role) != mine[role]}
+        raise ValueError(
+            f"the campaign config stores sampling {differ}, but the LLM client samples with "
+            f"{ {role: mine[role] for role in differ} }; store client.sampling.to_dict()"
+        )

@@ -17,6 +17,7 @@ import gc
 import importlib.util
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from llm_helpers import record
 from ambitab_gym.cli import main as cli_main
 from ambitab_gym.commands.evaluate import llm_identity
 from ambitab_gym.commands.llm_options import add_llm_arguments, add_oracle_arguments
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
 from ambitab_gym.llm import LLMTimeout
 from ambitab_gym.llm.sampling import (
@@ -173,6 +175,25 @@ def test_the_campaign_id_changes_with_the_sampling():
     assert len(ids) == len(changed) and base.campaign_id not in ids
     with pytest.raises(SystemExit):
         _config_for(["--sampling", "critic.temperature=0"])
+
+
+def test_a_campaign_refuses_a_client_that_samples_otherwise(serve, make_client, tmp_path):
+    server = serve(role_rules())
+    client = make_client(server.url, sampling={"solver": {"max_tokens": 99}})
+    config = CampaignConfig(
+        "AmbiTab-Bird-v0",
+        asker="llm:direct",
+        solver="llm",
+        oracle="llm",
+        limit=1,
+        llm={"sampling": SamplingTable().to_dict()},  # the defaults: max_tokens 1024
+    )
+    with pytest.raises(ConfigurationError, match="solver"):
+        run_campaign(config, tmp_path / "r.duckdb", llm_client=client, progress=False)
+    assert server.requests() == []
+    stored = replace(config, llm={"sampling": client.sampling.to_dict()})
+    run_campaign(stored, tmp_path / "r.duckdb", llm_client=client, progress=False)
+    assert server.requests()
 
 
 def test_campaign_log_holds_every_call_and_seeds_follow_the_episode(serve, make_client, tmp_path):
