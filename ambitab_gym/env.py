@@ -27,7 +27,7 @@ from ambitab_gym.corpora import Corpus, load_corpus
 from ambitab_gym.errors import ConfigurationError, category_of
 from ambitab_gym.metrics import REWARDS, RewardFn
 from ambitab_gym.oracles import Oracle, OracleContext, OracleTurn, deterministic_oracle
-from ambitab_gym.oracles.access import answer_reveals_sql
+from ambitab_gym.oracles.sqltext import answer_reveals_sql
 from ambitab_gym.policies.base import Solver
 from ambitab_gym.records import TaskRecord
 from ambitab_gym.spaces import UnicodeText

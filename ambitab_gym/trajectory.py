@@ -126,7 +126,7 @@ class Turn:
             ``parsed``; see :class:`ambitab_gym.oracles.Route`), kept for offline re-scoring;
             None for oracles that do not route. Never shown to the agent.
         answer_reveals_sql: the answer shows SQL or a fragment of the reference query
-            (:func:`ambitab_gym.oracles.access.answer_reveals_sql`). Never shown to the agent.
+            (:func:`ambitab_gym.oracles.sqltext.answer_reveals_sql`). Never shown to the agent.
         shown_answer: what the agent was shown instead of ``answer`` (a response guard redacted
             it); None when it saw ``answer``.
 

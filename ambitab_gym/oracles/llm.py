@@ -10,7 +10,7 @@
   validated: a ``labeled`` argument must name a registered term (exactly, or after normalizing
   case, whitespace, punctuation and quotes), an ``unlabeled`` argument must copy a clause segment
   of the reference SQL, or a run of at least three of its tokens (compared after sqlglot
-  tokenization: :func:`~ambitab_gym.oracles.access.match_segment`), and placeholders or echoes of the
+  tokenization: :func:`~ambitab_gym.oracles.sqltext.match_segment`), and placeholders or echoes of the
   prompt (``<sql segment>``, the question itself) are rejected; an invalid route is unreadable.
 * :class:`LLMResponder` - writes the reply for a route (a refusal for ``unanswerable()``).
 * :class:`LLMOracle` - an :class:`~ambitab_gym.oracles.base.Oracle` that hands the matcher's

@@ -1,10 +1,10 @@
 """A response guard: oracle answers that show SQL are redacted before the agent sees them.
 
 An oracle answer *reveals SQL* when it contains code-shaped SQL or a clause segment of the
-reference query (:func:`ambitab_gym.oracles.access.answer_reveals_sql`). The env flags every
+reference query (:func:`ambitab_gym.oracles.sqltext.answer_reveals_sql`). The env flags every
 such answer in the trajectory (``answer_reveals_sql``, privileged) whether or not a guard is on;
 :class:`ResponseGuard` additionally rewrites it before the agent sees it
-(:func:`ambitab_gym.oracles.access.redact_sql`, and the whole answer when a redacted answer
+(:func:`ambitab_gym.oracles.sqltext.redact_sql`, and the whole answer when a redacted answer
 still reveals SQL).
 
 What changes and what does not (docs/leakage.md, "Response guard"):
@@ -26,7 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from ambitab_gym.oracles.access import answer_reveals_sql, redact_sql
+from ambitab_gym.oracles.sqltext import answer_reveals_sql, redact_sql
 from ambitab_gym.trajectory import PublicView, Trajectory
 from ambitab_gym.wrappers.stack import check_below_agent_interface
 

@@ -101,7 +101,7 @@ def test_structured_output_sends_role_schemas(serve, make_client):
     routes = formats["matcher"]["json_schema"]["schema"]["properties"]["action"]["enum"]
     assert routes[0] == 'labeled("top customers")' and routes[-1] == "unanswerable()"
     assert 'unlabeled("LIMIT 5")' in routes  # unfiltered: segments are routes too
-    plain = make_client(server.url)
+    plain = make_client(server.url, structured_output=False)  # on by default (issue 16)
     make_llm_asker("direct", plain).act(view)
     assert "response_format" not in server.requests()[-1]["body"]
 
