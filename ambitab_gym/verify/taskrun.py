@@ -28,7 +28,8 @@ import decimal
 import json
 import math
 import re
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = [
@@ -112,26 +113,11 @@ def first_keyword(sql: str, *, nested_comments: bool = True) -> str:
 _DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 
 
-def split_statements(sql: str, dialect: str = "postgres") -> list[str]:
-    """The statements of ``sql`` (comment-only pieces dropped, trailing ``;`` removed).
-
-    ``dialect`` is ``postgres`` (nested comments, ``$tag$`` bodies, ``E'...'`` escapes) or
-    ``sqlite`` (a ``CREATE TRIGGER`` body holds semicolons: pieces are joined until
-    ``sqlite3.complete_statement`` says the statement is whole).
-
-    >>> split_statements("UPDATE t SET x = 1; -- done\\nSELECT ';' AS s;")
-    ['UPDATE t SET x = 1', "-- done\\nSELECT ';' AS s"]
-    >>> split_statements("CREATE FUNCTION f() RETURNS int AS $$ BEGIN RETURN 1; END $$ "
-    ...                  "LANGUAGE plpgsql; SELECT f()")[1]
-    'SELECT f()'
-    >>> split_statements("CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM t; END; "
-    ...                  "SELECT 1", "sqlite")
-    ['CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM t; END', 'SELECT 1']
-    """
-    nested = dialect == "postgres"
-    pieces: list[str] = []
-    start = i = 0
-    n = len(sql)
+def _code_positions(sql: str, nested: bool, quotes: str) -> Iterator[int]:
+    """Indices of the characters of ``sql`` that are code: outside comments, string literals
+    (``E'...'`` escapes where ``nested``), ``$tag$`` bodies (where ``nested``) and names quoted
+    with one of ``quotes`` (``[`` closes with ``]``). The one lexer of this module."""
+    i, n = 0, len(sql)
     while i < n:
         c = sql[i]
         if c == "-" and sql.startswith("--", i):
@@ -158,27 +144,47 @@ def split_statements(sql: str, dialect: str = "postgres") -> list[str]:
                     break
                 i += 1
             i += 1
-        elif c in '"`' or (c == "[" and not nested):
-            close = "]" if c == "[" else c
-            j = sql.find(close, i + 1)
+        elif c in quotes:
+            j = sql.find("]" if c == "[" else c, i + 1)
             i = n if j < 0 else j + 1
-        elif c == "$" and nested and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] in "_$")):
-            match = _DOLLAR.match(sql, i)
-            if match:
-                j = sql.find(match.group(0), match.end())
-                i = n if j < 0 else j + len(match.group(0))
-            else:
-                i += 1
-        elif c == ";":
-            pieces.append(sql[start:i])
-            i += 1
-            start = i
+        elif (
+            c == "$"
+            and nested
+            and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] in "_$"))
+            and (match := _DOLLAR.match(sql, i))
+        ):
+            j = sql.find(match.group(0), match.end())
+            i = n if j < 0 else j + len(match.group(0))
         else:
+            yield i
             i += 1
+
+
+def split_statements(sql: str, dialect: str = "postgres") -> list[str]:
+    """The statements of ``sql`` (comment-only pieces dropped, trailing ``;`` removed).
+
+    ``dialect`` is ``postgres`` (nested comments, ``$tag$`` bodies, ``E'...'`` escapes) or
+    ``sqlite`` (a ``CREATE TRIGGER`` body holds semicolons: pieces are joined until
+    ``sqlite3.complete_statement`` says the statement is whole).
+
+    >>> split_statements("UPDATE t SET x = 1; -- done\\nSELECT ';' AS s;")
+    ['UPDATE t SET x = 1', "-- done\\nSELECT ';' AS s"]
+    >>> split_statements("CREATE FUNCTION f() RETURNS int AS $$ BEGIN RETURN 1; END $$ "
+    ...                  "LANGUAGE plpgsql; SELECT f()")[1]
+    'SELECT f()'
+    >>> split_statements("CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM t; END; "
+    ...                  "SELECT 1", "sqlite")
+    ['CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM t; END', 'SELECT 1']
+    """
+    nested = dialect == "postgres"
+    pieces: list[str] = []
+    start = 0
+    for i in _code_positions(sql, nested, '"`' if nested else '"`['):
+        if sql[i] == ";":
+            pieces.append(sql[start:i])
+            start = i + 1
     pieces.append(sql[start:])
     if dialect == "sqlite":
-        import sqlite3
-
         joined: list[str] = []
         buffer = ""
         for piece in pieces:
@@ -189,11 +195,7 @@ def split_statements(sql: str, dialect: str = "postgres") -> list[str]:
         if buffer:
             joined.append(buffer)
         pieces = joined
-    statements = []
-    for piece in pieces:
-        if _skip_noise(piece, 0, nested) < len(piece):
-            statements.append(piece.strip())
-    return statements
+    return [piece.strip() for piece in pieces if _skip_noise(piece, 0, nested) < len(piece)]
 
 
 def paren_depths(sql: str, dialect: str = "postgres") -> tuple[int, int]:
@@ -208,54 +210,13 @@ def paren_depths(sql: str, dialect: str = "postgres") -> tuple[int, int]:
     >>> paren_depths("SELECT 1) AS z CROSS JOIN (SELECT 2")
     (-1, 0)
     """
-    nested = dialect == "postgres"
     depth = lowest = 0
-    i, n = 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c == "-" and sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-            continue
-        if c == "/" and sql.startswith("/*", i):
-            i = _end_of_block_comment(sql, i, nested)
-            continue
-        if c == "'":
-            escaped = (
-                nested
-                and i > 0
-                and sql[i - 1] in "eE"
-                and not (i > 1 and (sql[i - 2].isalnum() or sql[i - 2] in "_$"))
-            )
-            i += 1
-            while i < n:
-                if escaped and sql[i] == "\\":
-                    i += 2
-                    continue
-                if sql[i] == "'":
-                    if sql.startswith("''", i):
-                        i += 2
-                        continue
-                    break
-                i += 1
-            i += 1
-            continue
-        if c == '"':
-            j = sql.find('"', i + 1)
-            i = n if j < 0 else j + 1
-            continue
-        if c == "$" and nested and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] in "_$")):
-            match = _DOLLAR.match(sql, i)
-            if match:
-                j = sql.find(match.group(0), match.end())
-                i = n if j < 0 else j + len(match.group(0))
-                continue
-        if c == "(":
+    for i in _code_positions(sql, dialect == "postgres", '"'):
+        if sql[i] == "(":
             depth += 1
-        elif c == ")":
+        elif sql[i] == ")":
             depth -= 1
             lowest = min(lowest, depth)
-        i += 1
     return lowest, depth
 
 
