@@ -16,7 +16,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ambitab_gym import registry
+from ambitab_gym import defaults, registry
 from ambitab_gym.errors import UnknownComponent
 
 __all__ = [
@@ -147,3 +147,20 @@ def component_help(kind: str, *, default: str | None = None, lead: str = "") -> 
     if default is not None:
         text += f" (default: {default})"
     return text
+
+
+def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--resamples`` and ``--bootstrap-seed``: the AVT-cluster bootstrap of the leakage
+    diagnostics (``leakage`` and ``rescore``)."""
+    parser.add_argument(
+        "--resamples",
+        type=positive_int,
+        default=defaults.BOOTSTRAP_RESAMPLES,
+        help=f"bootstrap resamples (default {defaults.BOOTSTRAP_RESAMPLES})",
+    )
+    parser.add_argument(
+        "--bootstrap-seed",
+        type=non_negative_int,
+        default=defaults.BOOTSTRAP_SEED,
+        help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ambitab_gym import defaults
 from ambitab_gym.commands._args import (
+    add_bootstrap_arguments,
     check_component,
     component_help,
     non_negative_int,
@@ -63,18 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="seed of the specification-randomization replacement map "
         f"(default {defaults.SPEC_SEED})",
     )
-    parser.add_argument(
-        "--resamples",
-        type=positive_int,
-        default=defaults.BOOTSTRAP_RESAMPLES,
-        help=f"bootstrap resamples (default {defaults.BOOTSTRAP_RESAMPLES})",
-    )
-    parser.add_argument(
-        "--bootstrap-seed",
-        type=non_negative_int,
-        default=defaults.BOOTSTRAP_SEED,
-        help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
-    )
+    add_bootstrap_arguments(parser)
     parser.add_argument(
         "--results",
         type=output_file,

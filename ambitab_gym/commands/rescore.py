@@ -14,8 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from ambitab_gym import defaults
-from ambitab_gym.commands._args import non_negative_int, positive_int
+from ambitab_gym.commands._args import add_bootstrap_arguments
 
 __all__ = ["register", "run"]
 
@@ -38,18 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="ID",
         help="only this campaign (id or unique id prefix); repeat for several",
     )
-    parser.add_argument(
-        "--resamples",
-        type=positive_int,
-        default=defaults.BOOTSTRAP_RESAMPLES,
-        help=f"leakage bootstrap resamples (default {defaults.BOOTSTRAP_RESAMPLES})",
-    )
-    parser.add_argument(
-        "--bootstrap-seed",
-        type=non_negative_int,
-        default=defaults.BOOTSTRAP_SEED,
-        help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
-    )
+    add_bootstrap_arguments(parser)
     parser.add_argument(
         "--json",
         action="store_true",
