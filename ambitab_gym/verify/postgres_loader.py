@@ -278,6 +278,23 @@ def _ensure_reader(
             ) from None
 
 
+def _lock_database_name(connection: psycopg.Connection, name: str) -> int:
+    """Take the server-wide advisory lock of one database name (concurrent loaders of the same
+    corpus wait for each other); returns the lock key for ``pg_advisory_unlock``."""
+    lock = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+    connection.execute("SELECT pg_advisory_lock(%s)", [lock])
+    return lock
+
+
+def _database_tag(connection: psycopg.Connection, name: str) -> str | None:
+    """The loader's comment on database ``name`` (script digest), or None."""
+    row = connection.execute(
+        "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+        [name],
+    ).fetchone()
+    return None if row is None else row[0]
+
+
 def _load_one(
     connection: psycopg.Connection,
     admin: dict,
@@ -289,14 +306,9 @@ def _load_one(
 ) -> None:
     digest = _script_digest(source)
     tag = f"{_COMMENT_PREFIX}{digest}"
-    lock = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
-    connection.execute("SELECT pg_advisory_lock(%s)", [lock])
+    lock = _lock_database_name(connection, name)
     try:
-        current = connection.execute(
-            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
-            [name],
-        ).fetchone()
-        if current is not None and current[0] == tag and not force:
+        if _database_tag(connection, name) == tag and not force:
             _grant_database(connection, admin, name, readers)
             return
         staging = f"{name}__loading"
@@ -388,14 +400,9 @@ def _load_template(
     may connect to. Write tasks clone their scratch databases from it."""
     template = template_name(name)
     tag = f"{_COMMENT_PREFIX}{_script_digest(source)}"
-    lock = int.from_bytes(hashlib.sha256(template.encode()).digest()[:8], "big", signed=True)
-    connection.execute("SELECT pg_advisory_lock(%s)", [lock])
+    lock = _lock_database_name(connection, template)
     try:
-        current = connection.execute(
-            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
-            [template],
-        ).fetchone()
-        if current is not None and current[0] == tag and not force:
+        if _database_tag(connection, template) == tag and not force:
             return
         staging = template + "_l"
         connection.execute(
