@@ -8,6 +8,15 @@ plus ``AmbiTab-Procedural-v0``)::
 
     env = gym.make("AmbiTab-Bird-v0")
 
+Without the import, name the module in the id: Gymnasium imports it first (its
+``"module:env-id"`` form), so this works in a fresh interpreter::
+
+    env = gym.make("ambitab_gym:AmbiTab-Bird-v0")
+
+A bare ``gym.make("AmbiTab-Bird-v0")`` in an interpreter that never imported ``ambitab_gym``
+fails with Gymnasium's ``NameNotFound`` ("Environment `AmbiTab-Bird` doesn't exist"): Gymnasium
+1.x has no plugin entry points that could load the package on demand.
+
 See :class:`ambitab_gym.env.AmbiTabEnv` for the protocol and ``docs/`` for the record format.
 """
 
@@ -16,6 +25,7 @@ from __future__ import annotations
 from gymnasium.envs.registration import register
 from gymnasium.envs.registration import registry as _gym_registry
 
+from ambitab_gym._version import __version__
 from ambitab_gym.actions import STOP, parse_action
 from ambitab_gym.corpora import ENV_IDS, Corpus, load_corpus
 from ambitab_gym.env import PRIVILEGED_INFO_KEYS, AmbiTabEnv
@@ -26,8 +36,6 @@ from ambitab_gym.registry import components
 from ambitab_gym.spaces import UnicodeText
 from ambitab_gym.trajectory import PublicView, Trajectory
 from ambitab_gym.verify import Verdict, Verifier
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ENV_IDS",
@@ -45,6 +53,7 @@ __all__ = [
     "Verdict",
     "VerificationSpec",
     "Verifier",
+    "__version__",
     "canonical_question",
     "deterministic_oracle",
     "load_corpus",
