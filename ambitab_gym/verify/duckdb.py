@@ -183,6 +183,11 @@ class DuckDBEngine:
         """The process id of the write-task worker (None until a write task ran)."""
         return self._task_slot.pid
 
+    def __reduce__(self) -> tuple:
+        """Pickling (Ray workers, subprocesses): the path and limits travel; the copy starts
+        its own workers on first use."""
+        return (type(self), (self.path,), {"limits": self.limits})
+
     def close(self) -> None:
         """Stop the worker processes."""
         self._slot.close()

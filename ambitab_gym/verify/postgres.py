@@ -32,6 +32,7 @@ names a superuser connection, it loads the corpus's databases through it first.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import os
@@ -244,6 +245,15 @@ class PostgresEngine:
         pool_size: int = 4,
         connect_timeout_s: float = 10.0,
     ) -> None:
+        self._init_args = {  # what a pickled copy is rebuilt from (__reduce__)
+            "dsn": dsn,
+            "dbname": dbname,
+            "reference_dsn": reference_dsn,
+            "admin_dsn": admin_dsn,
+            "limits": limits,
+            "pool_size": pool_size,
+            "connect_timeout_s": connect_timeout_s,
+        }
         self._params = self._conninfo_params(dsn, dbname, connect_timeout_s)
         self.dbname = str(self._params.get("dbname", ""))
         self.limits = limits or Limits()
@@ -683,6 +693,12 @@ class PostgresEngine:
                 body = ",\n  ".join(by_table.get(oid, []))
                 statements.append(f"CREATE TABLE {qualified} (\n  {body}\n)")
         return ";\n".join(statements) + ";" if statements else ""
+
+    def __reduce__(self) -> tuple:
+        """Pickling (Ray workers, subprocesses): the connection settings travel (DSNs as
+        given, passwords included; prefer a password file); the copy opens its own pool on
+        first use, never a pickled connection."""
+        return (functools.partial(type(self), **self._init_args), ())
 
     def close(self) -> None:
         """Close every pooled connection and stop the write-task worker."""

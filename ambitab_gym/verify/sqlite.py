@@ -177,6 +177,11 @@ class SQLiteEngine:
         """The process id of the write-task worker (None until a write task ran)."""
         return self._task_slot.pid
 
+    def __reduce__(self) -> tuple:
+        """Pickling (Ray workers, subprocesses): the path and limits travel; the copy opens
+        its own connection and workers on first use."""
+        return (type(self), (self.path,), {"limits": self.limits})
+
     def close(self) -> None:
         """Close the connection and stop the workers (if any were started)."""
         with self._lock:

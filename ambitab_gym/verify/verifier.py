@@ -500,6 +500,11 @@ class Verifier:
             category = "engine"
         return Verdict(False, category, str(message), elapsed)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling (Ray workers, subprocesses): open engines stay behind; the copy reopens its
+        own on first use. Cached reference results travel with it."""
+        return {**self.__dict__, "_engines": {}}
+
     def close(self) -> None:
         """Close every engine."""
         for engine in self._engines.values():
