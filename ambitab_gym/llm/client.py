@@ -61,7 +61,7 @@ from ambitab_gym.llm.sampling import (
     derive_seed,
     episode_scope,
 )
-from ambitab_gym.llm.usage import CallRecord, UsageSummary
+from ambitab_gym.llm.usage import CallRecord, UsageSummary, meter_call
 from ambitab_gym.textutil import strip_thinking
 
 __all__ = [
@@ -450,6 +450,29 @@ class LLMClient:
     def __repr__(self) -> str:
         return f"LLMClient({self.base_url!r}, model={self.model!r}, concurrency={self.concurrency})"
 
+    # -- pickling (Ray workers, subprocesses) ----------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The settings only: no connection pool, event loop, thread or lock is pickled; the
+        copy opens its own connections on its first call, and counts its own calls and usage
+        (accounting is per process)."""
+        state = dict(self.__dict__)
+        for name in ("_lock", "_log_lock", "_loops", "_runner", "calls", "_usage"):
+            state.pop(name, None)
+        state["_usage_by_role"] = {}
+        state["_history"] = self.calls.maxlen
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        history = state.pop("_history", None)
+        self.__dict__.update(state)
+        self.calls = deque(maxlen=history)
+        self._usage = UsageSummary()
+        self._lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._loops = weakref.WeakKeyDictionary()
+        self._runner = None
+
     # -- accounting ------------------------------------------------------------------------------
 
     @property
@@ -469,6 +492,7 @@ class LLMClient:
             }
 
     def _record(self, record: CallRecord) -> None:
+        meter_call(record)  # the episode's own count (campaigns store it per episode)
         with self._lock:
             self.calls.append(record)
             self._usage.add(record)

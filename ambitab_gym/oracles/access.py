@@ -200,6 +200,13 @@ class NotesBuilder:
         self._contexts: dict[str, str] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict:  # pickling (Ray workers): the caches, not the lock
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def segments(self, record: TaskRecord) -> tuple[str, ...]:
         """The reference SQL's clause segments (cached per record)."""
         with self._lock:

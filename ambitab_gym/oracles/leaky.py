@@ -177,15 +177,21 @@ class SchemaWordMatcher:
         return frozenset()
 
 
+class _CorpusIdentifiers:
+    """``database -> identifiers`` of a corpus's schema (a class, not a closure: it pickles)."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self.dialect = {"sqlite": "sqlite", "duckdb": "duckdb", "postgres": "postgres"}.get(
+            corpus.engine_kind(corpus.manifest.engine)
+        )
+
+    def __call__(self, database: str) -> list[str]:
+        return schema_identifiers(self.corpus.schema_text(database), self.dialect, strict=True)
+
+
 def _corpus_identifiers(corpus: Corpus) -> Callable[[str], list[str]]:
-    dialect = {"sqlite": "sqlite", "duckdb": "duckdb", "postgres": "postgres"}.get(
-        corpus.engine_kind(corpus.manifest.engine)
-    )
-
-    def identifiers(database: str) -> list[str]:
-        return schema_identifiers(corpus.schema_text(database), dialect, strict=True)
-
-    return identifiers
+    return _CorpusIdentifiers(corpus)
 
 
 def leaky_sql_responder(corpus: Corpus) -> Oracle:

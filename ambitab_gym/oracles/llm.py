@@ -136,6 +136,13 @@ class _Stats:
         with self._lock:
             return dict(self.counts)
 
+    def __getstate__(self) -> dict:  # pickling (Ray workers): the counts, not the lock
+        return {"counts": self.snapshot()}
+
+    def __setstate__(self, state: dict) -> None:
+        self._lock = threading.Lock()
+        self.counts = Counter(state["counts"])
+
 
 class LLMMatcher:
     """The LLM matcher: routes a question to ``labeled``/``unlabeled``/``unanswerable``.

@@ -77,6 +77,13 @@ class _Counts:
         with self._lock:
             return dict(self._counts)
 
+    def __getstate__(self) -> dict:  # pickling (Ray workers): the counts, not the lock
+        return {"counts": self.snapshot()}
+
+    def __setstate__(self, state: dict) -> None:
+        self._lock = threading.Lock()
+        self._counts = Counter(state["counts"])
+
 
 class LLMAsker:
     """An asking policy backed by a chat model.
