@@ -204,6 +204,7 @@ def run_leakage(
     oracle_options: dict | None = None,
     resamples: int = defaults.BOOTSTRAP_RESAMPLES,
     bootstrap_seed: int = defaults.BOOTSTRAP_SEED,
+    executor: Any = None,
 ) -> LeakageReport:
     """Run (or resume) a leakage campaign and return its report.
 
@@ -216,6 +217,8 @@ def run_leakage(
         oracle_options: extra options for the oracle factory.
         resamples: bootstrap resamples (paper: 2,000).
         bootstrap_seed: the bootstrap's seed.
+        executor: where the episodes run (:func:`~ambitab_gym.evaluation.engine.run_plan`);
+            None: this process.
 
     Example:
         >>> import tempfile, os
@@ -264,7 +267,7 @@ def run_leakage(
             finish_row=_recall_only,
             label="leakage",
         )
-        run_plan(plan, store, concurrency=concurrency, progress=progress)
+        run_plan(plan, store, concurrency=concurrency, progress=progress, executor=executor)
         return stored_leakage_report(
             store, plan.campaign_id, resamples=resamples, bootstrap_seed=bootstrap_seed
         )

@@ -12,10 +12,11 @@ condition's env and asker are built; everything else happens here, once.
   (resume), run them with many episodes in flight, store each row as it finishes.
 * :func:`play_episode`, :func:`episode_seed` - one episode with an asker on an env.
 
-The executor is local asyncio: ``concurrency`` workers share one event loop, each with its own
-env and asker per condition (askers are stateful), so LLM-bound episodes overlap while scripted
-ones cost no thread switches. A Ray executor would distribute :class:`WorkUnit` batches with the
-same plan; the store and resume logic stay here.
+The default executor is local asyncio (:func:`run_units`): ``concurrency`` workers share one
+event loop, each with its own env and asker per condition (askers are stateful), so LLM-bound
+episodes overlap while scripted ones cost no thread switches. ``run_plan(executor=...)`` runs the
+units elsewhere (:class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`: each Ray worker runs
+:func:`run_units` on its share); the store, resume and progress stay here.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "pending_units",
     "play_episode",
     "run_plan",
+    "run_units",
 ]
 
 #: ``condition -> (env, asker)``: builds one worker's env and asker for a condition.
@@ -213,24 +215,23 @@ async def play_episode(env: Any, asker: Any, record: TaskRecord, *, seed: int) -
     }
 
 
-async def _execute(
+async def run_units(
     plan: CampaignPlan,
     units: list[WorkUnit],
-    store: ResultsStore,
     *,
     concurrency: int,
-    progress: bool,
+    on_row: Callable[[dict], None],
 ) -> None:
+    """Run units on the current event loop, ``concurrency`` episodes in flight, each worker
+    with its own env and asker per condition (built by ``plan.parts``, closed at the end);
+    every finished row (campaign fields set, ``plan.finish_row`` applied) goes to ``on_row``.
+
+    The episode loop of a local campaign and of every Ray worker
+    (:mod:`ambitab_gym.evaluation.ray_executor`).
+    """
     queue: asyncio.Queue[WorkUnit] = asyncio.Queue()
     for unit in units:
         queue.put_nowait(unit)
-    bar = tqdm(
-        total=len(units),
-        disable=not progress,
-        unit="ep",
-        desc=plan.label or plan.corpus.name,
-        leave=False,
-    )
 
     async def worker() -> None:
         built: dict[str, tuple[Any, Any]] = {}
@@ -251,15 +252,42 @@ async def _execute(
                 row.update(campaign_id=plan.campaign_id, condition=unit.condition, seed=unit.seed)
                 if plan.finish_row is not None:
                     plan.finish_row(row)
-                store.add_episode(row)
-                bar.update(1)
+                on_row(row)
         finally:
             for env, _ in built.values():
                 env.close()
 
+    count = max(1, min(concurrency, len(units)))
+    await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(count)))
+
+
+def _execute(
+    plan: CampaignPlan,
+    units: list[WorkUnit],
+    store: ResultsStore,
+    *,
+    concurrency: int,
+    progress: bool,
+    executor: Any = None,
+) -> None:
+    """Run the units (here, or on ``executor``) and store every row as it arrives."""
+    bar = tqdm(
+        total=len(units),
+        disable=not progress,
+        unit="ep",
+        desc=plan.label or plan.corpus.name,
+        leave=False,
+    )
+
+    def on_row(row: dict) -> None:
+        store.add_episode(row)
+        bar.update(1)
+
     try:
-        count = max(1, min(concurrency, len(units)))
-        await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(count)))
+        if executor is None:
+            asyncio.run(run_units(plan, units, concurrency=concurrency, on_row=on_row))
+        else:
+            executor.run(plan, units, on_row, concurrency=concurrency)
     finally:
         bar.close()
         store.flush()
@@ -278,6 +306,7 @@ def run_plan(
     concurrency: int = 1,
     progress: bool = True,
     prepare: Callable[[], None] | None = None,
+    executor: Any = None,
 ) -> int:
     """Register the campaign, run every unit not stored yet, store each row; returns how many
     episodes ran.
@@ -289,6 +318,10 @@ def run_plan(
         progress: show a progress bar on stderr.
         prepare: called once before the first episode, only when there is work (builds
             expensive shared parts: solvers, LLM oracles).
+        executor: runs the units elsewhere: an object with ``run(plan, units, on_row, *,
+            concurrency)`` that calls ``on_row`` here for every row as it arrives (e.g.
+            :class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`); None: this process's
+            event loop. The store, resume and progress are the same either way.
     """
     store.add_campaign(
         plan.campaign_id,
@@ -301,5 +334,7 @@ def run_plan(
     if units:
         if prepare is not None:
             prepare()
-        asyncio.run(_execute(plan, units, store, concurrency=concurrency, progress=progress))
+        _execute(
+            plan, units, store, concurrency=concurrency, progress=progress, executor=executor
+        )
     return len(units)

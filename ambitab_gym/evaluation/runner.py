@@ -124,6 +124,7 @@ def run_campaign(
     llm_client: Any = None,
     progress: bool = True,
     oracle_options: dict | None = None,
+    executor: Any = None,
 ) -> Summary:
     """Run (or resume) a campaign and return its summary.
 
@@ -134,6 +135,8 @@ def run_campaign(
         llm_client: the LLM client for ``llm`` askers, solvers and oracles.
         progress: show a progress bar on stderr.
         oracle_options: extra options for the oracle factory (LLM access policy, ...).
+        executor: where the episodes run (:func:`~ambitab_gym.evaluation.engine.run_plan`);
+            None: this process.
 
     Example:
         >>> import tempfile, os
@@ -191,7 +194,14 @@ def run_campaign(
             parts=parts,
             label=corpus.name,
         )
-        run_plan(plan, store, concurrency=concurrency, progress=progress, prepare=prepare)
+        run_plan(
+            plan,
+            store,
+            concurrency=concurrency,
+            progress=progress,
+            prepare=prepare,
+            executor=executor,
+        )
         return summarize_campaign(store.episodes(plan.campaign_id))
     finally:
         if "verifier" in shared:
