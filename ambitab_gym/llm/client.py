@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import json
 import logging
@@ -472,6 +473,19 @@ class LLMClient:
         self._log_lock = threading.Lock()
         self._loops = weakref.WeakKeyDictionary()
         self._runner = None
+
+    def on_server(self, base_url: str) -> LLMClient:
+        """A copy of this client (same model and settings) that talks to another server
+        serving the same model: a replica, e.g. one per Ray worker.
+
+        >>> client = LLMClient("http://10.0.0.1:8000/v1", "m", temperature=0.0)
+        >>> replica = client.on_server("http://10.0.0.2:8000")
+        >>> replica.base_url, replica.model, replica.params == client.params
+        ('http://10.0.0.2:8000/v1', 'm', True)
+        """
+        replica = copy.deepcopy(self)  # settings only (__getstate__): no pool or thread
+        replica.base_url = _normalize_base_url(base_url)
+        return replica
 
     # -- accounting ------------------------------------------------------------------------------
 
