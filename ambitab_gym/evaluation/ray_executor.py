@@ -1,0 +1,276 @@
+"""Campaigns on Ray: the same plan, store and resume as a local run, the episodes on a cluster.
+
+* :class:`RayExecutor` - an executor for :func:`~ambitab_gym.evaluation.engine.run_plan`
+  (``run_campaign(..., executor=RayExecutor())``, ``ambitab-gym evaluate --executor ray``).
+* :func:`work_chunks` - the campaign's pending units cut into Ray tasks: condition x seed x a
+  chunk of records.
+* :func:`dumps_plan`, :func:`loads_plan` - a campaign plan as bytes for the workers, its LLM
+  clients left out as references so that each worker plugs in its own.
+
+How it runs. The driver builds the plan as for a local run (its ``prepare`` step included),
+pickles it once with cloudpickle (the plan's ``parts`` is the closure that builds a condition's
+env and asker; engines, connection pools and LLM connections are never pickled - each part
+re-creates its own on first use) and starts ``workers`` Ray actors. Each actor loads the plan
+once, with its own LLM client (on its own server when several are listed), its own engines and
+its own PostgreSQL pool, and runs every work unit it gets through the ordinary async episode
+loop (:func:`~ambitab_gym.evaluation.engine.run_units`, ``concurrency`` episodes in flight),
+returning the unit's rows. The driver hands rows to the store as units finish
+(``ray.wait``), so the progress bar, the store and resume are those of a local run.
+
+Faults. A worker process that dies is restarted and its unit re-run from the start (Ray's
+actor restart and task retry); its partial rows were never returned, so nothing is stored twice.
+A driver that dies loses only rows not yet flushed; rerunning the campaign runs the episodes the
+store lacks (:func:`~ambitab_gym.evaluation.engine.pending_units`).
+
+Ray is imported when a :class:`RayExecutor` runs, never by importing this module, and no other
+module of the package imports this one: without ``--executor ray`` Ray is not loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import pickle
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ambitab_gym.errors import AmbiTabError, ConfigurationError, MissingDependency
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, run_units
+from ambitab_gym.llm.client import LLMClient
+
+__all__ = ["RayExecutor", "RayWorkerError", "dumps_plan", "loads_plan", "work_chunks"]
+
+#: Units queued on each worker beyond the one it runs (keeps workers busy between units).
+_QUEUED_PER_WORKER = 1
+
+
+class RayWorkerError(AmbiTabError, RuntimeError):
+    """A work unit failed on Ray beyond the restarts allowed (a worker that keeps dying, a
+    cluster that went away). Rows stored before it stay; rerunning the campaign resumes."""
+
+    category = "ray_worker"
+
+
+def work_chunks(units: Sequence[WorkUnit], chunk: int) -> list[list[WorkUnit]]:
+    """Cut units into Ray tasks: one (condition, seed) per task, at most ``chunk`` records.
+
+    >>> units = [WorkUnit(c, s, r) for c in ("none", "asker") for s in (0, 1) for r in "abc"]
+    >>> [(t[0].condition, t[0].seed, len(t)) for t in work_chunks(units, 2)]
+    [('none', 0, 2), ('none', 0, 1), ('none', 1, 2), ('none', 1, 1), ('asker', 0, 2), ('asker', 0, 1), ('asker', 1, 2), ('asker', 1, 1)]
+    """
+    if chunk < 1:
+        raise ConfigurationError(f"a work unit needs at least one record, not {chunk}")
+    groups: dict[tuple[str, int], list[WorkUnit]] = {}
+    for unit in units:
+        groups.setdefault((unit.condition, unit.seed), []).append(unit)
+    return [
+        group[start : start + chunk]
+        for group in groups.values()
+        for start in range(0, len(group), chunk)
+    ]
+
+
+def dumps_plan(plan: CampaignPlan) -> tuple[bytes, list[LLMClient]]:
+    """The plan as bytes (cloudpickle: its ``parts`` closure travels by value) and the LLM
+    clients it refers to, which are left out as references (:func:`loads_plan` takes them).
+
+    Needs Ray (its vendored cloudpickle).
+    """
+    from ray import cloudpickle
+
+    clients: list[LLMClient] = []
+
+    class _Pickler(cloudpickle.Pickler):
+        def persistent_id(self, obj: Any) -> Any:
+            if isinstance(obj, LLMClient):
+                for index, known in enumerate(clients):
+                    if known is obj:
+                        return ("llm-client", index)
+                clients.append(obj)
+                return ("llm-client", len(clients) - 1)
+            return None
+
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(plan)
+    return buffer.getvalue(), clients
+
+
+def loads_plan(data: bytes, clients: Sequence[LLMClient]) -> CampaignPlan:
+    """The plan of :func:`dumps_plan`, every reference to its n-th LLM client replaced by
+    ``clients[n]``.
+
+    >>> from ambitab_gym.corpora import load_corpus
+    >>> plan = CampaignPlan("evaluate", "id", {}, load_corpus("bird"), [], (0,), ("none",), dict)
+    >>> loads_plan(*dumps_plan(plan)).corpus.name
+    'bird'
+    """
+
+    class _Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid: Any) -> Any:
+            kind, index = pid
+            if kind != "llm-client":
+                raise pickle.UnpicklingError(f"unknown persistent reference {kind!r}")
+            return clients[index]
+
+    plan = _Unpickler(io.BytesIO(data)).load()
+    if not isinstance(plan, CampaignPlan):
+        raise pickle.UnpicklingError(f"expected a CampaignPlan, got {type(plan).__name__}")
+    return plan
+
+
+class _Worker:
+    """One Ray actor: a loaded plan and an event loop that lives as long as the actor (so its
+    LLM connection pools and engines are reused from unit to unit)."""
+
+    def __init__(self, data: bytes, clients: list[LLMClient], concurrency: int) -> None:
+        self.plan = loads_plan(data, clients)
+        self.concurrency = concurrency
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, units: list[WorkUnit]) -> tuple[int, list[dict]]:
+        rows: list[dict] = []
+        self.loop.run_until_complete(
+            run_units(self.plan, units, concurrency=self.concurrency, on_row=rows.append)
+        )
+        return os.getpid(), rows
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@dataclass
+class RayExecutor:
+    """Runs a campaign's pending units on Ray actors (see the module doc).
+
+    Args:
+        address: the cluster to join (``ray.init(address=...)``: ``auto``, ``ray://HOST:10001``);
+            None: the cluster this process already joined, else a local one.
+        workers: Ray actors (each runs ``concurrency`` episodes in flight); None: one per CPU
+            of the cluster.
+        chunk: records per work unit; None: ``max(8, 2 * concurrency)``.
+        llm_urls: servers serving the campaign's model: worker ``i`` sends the requests of the
+            campaign's LLM client to ``llm_urls[i % len(llm_urls)]`` (clients of other servers,
+            e.g. a separate oracle server, are kept as they are). Empty: the client's own URL.
+        max_restarts: times a dead worker process is restarted (its unit re-run).
+        init_options: further ``ray.init`` keyword arguments (``num_cpus``, ...).
+
+    After :meth:`run`, :attr:`worker_pids` holds the worker processes' ids (the last known one
+    per worker) and :attr:`units` the number of units run.
+
+    >>> executor = RayExecutor(workers=2, llm_urls=["http://10.0.0.1:8000/v1"])
+    >>> executor.workers, executor.chunk_for(concurrency=16)
+    (2, 32)
+    """
+
+    address: str | None = None
+    workers: int | None = None
+    chunk: int | None = None
+    llm_urls: Sequence[str] = ()
+    max_restarts: int = 3
+    init_options: dict[str, Any] = field(default_factory=dict)
+    worker_pids: list[int] = field(default_factory=list, init=False)
+    units: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ConfigurationError(
+                f"a Ray campaign needs at least one worker, not {self.workers}"
+            )
+        if self.chunk is not None and self.chunk < 1:
+            raise ConfigurationError(f"a work unit needs at least one record, not {self.chunk}")
+
+    def chunk_for(self, *, concurrency: int) -> int:
+        """Records per work unit: the given ``chunk``, else enough to keep ``concurrency``
+        episodes in flight for a while."""
+        return self.chunk or max(8, 2 * concurrency)
+
+    def _clients_for(self, clients: list[LLMClient], worker: int) -> list[LLMClient]:
+        if not self.llm_urls:
+            return clients
+        primary = clients[0].base_url if clients else None
+        url = self.llm_urls[worker % len(self.llm_urls)]
+        return [c.on_server(url) if c.base_url == primary else c for c in clients]
+
+    def run(
+        self,
+        plan: CampaignPlan,
+        units: list[WorkUnit],
+        on_row: Callable[[dict], None],
+        *,
+        concurrency: int,
+    ) -> None:
+        """Run the units on Ray; call ``on_row`` here for every row as its unit finishes.
+
+        Raises:
+            MissingDependency: Ray is not installed (``pip install 'ambitab-gym[ray]'``).
+            RayWorkerError: a unit failed beyond :attr:`max_restarts`.
+        """
+        try:
+            import ray
+        except ImportError:
+            raise MissingDependency(
+                "--executor ray needs Ray: pip install 'ambitab-gym[ray]'"
+            ) from None
+        started = not ray.is_initialized()
+        if started:
+            ray.init(
+                address=self.address,
+                include_dashboard=False,
+                log_to_driver=False,
+                **self.init_options,
+            )
+        actors: list[Any] = []
+        try:
+            self._run(ray, plan, units, on_row, concurrency, actors)
+        except ray.exceptions.RayError as error:
+            raise RayWorkerError(f"a Ray work unit failed: {error}") from error
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+            if started:
+                ray.shutdown()
+
+    def _run(
+        self,
+        ray: Any,
+        plan: CampaignPlan,
+        units: list[WorkUnit],
+        on_row: Callable[[dict], None],
+        concurrency: int,
+        actors: list[Any],
+    ) -> None:
+        tasks = deque(work_chunks(units, self.chunk_for(concurrency=concurrency)))
+        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = min(count, len(tasks))
+        data, clients = dumps_plan(plan)
+        data_ref = ray.put(data)
+        remote = ray.remote(num_cpus=1)(_Worker).options(
+            max_restarts=self.max_restarts, max_task_retries=self.max_restarts
+        )
+        actors.extend(
+            remote.remote(data_ref, self._clients_for(clients, i), concurrency)
+            for i in range(count)
+        )
+        self.worker_pids = ray.get([actor.pid.remote() for actor in actors])
+        in_flight: dict[Any, int] = {}
+
+        def submit(worker: int) -> None:
+            if tasks:
+                in_flight[actors[worker].run.remote(tasks.popleft())] = worker
+
+        for worker in range(count):
+            for _ in range(1 + _QUEUED_PER_WORKER):
+                submit(worker)
+        while in_flight:
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                worker = in_flight.pop(ref)
+                pid, rows = ray.get(ref)
+                self.worker_pids[worker] = pid
+                self.units += 1
+                for row in rows:
+                    on_row(row)
+                submit(worker)
