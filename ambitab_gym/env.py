@@ -60,6 +60,14 @@ PRIVILEGED_INFO_KEYS = (
 Mode = Literal["ask_only", "solver", "agent"]
 _NEEDS_SOLVER = object()  # step-internal marker: asking ended and the solver must run
 _PHASES: dict[str, int] = {phase: index for index, phase in enumerate(PHASES)}  # observation
+# observation scalars, made once: numpy scalars are immutable, so sharing them between
+# observations shares no data (the dict around them is new on every call)
+_PHASE_SCALARS = {phase: np.int64(index) for phase, index in _PHASES.items()}
+_COUNT_SCALARS = tuple(np.int64(i) for i in range(64))
+#: Entries kept by each of the env's step memos (pure functions of their key) before a reset.
+_MEMO_SIZE = 4096
+#: Longest action text whose reading is memoized (longer ones are parsed every time).
+_MEMO_ACTION_CHARS = 2048
 
 
 class AmbiTabEnv(gym.Env[dict, str]):
@@ -241,7 +249,8 @@ class AmbiTabEnv(gym.Env[dict, str]):
             verifier if verifier is not None else Verifier(self.corpus.open_engine, limits=limits)
         )
 
-        max_questions = max(self.max_questions(r) for r in records)
+        self._budgets = [self.max_questions(r) for r in records]  # by index, like _index
+        max_questions = max(self._budgets)
         text = UnicodeText(max_length=1_000_000)
         self.observation_space = spaces.Dict(
             {
@@ -278,6 +287,10 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self._task_text = ""
         self._task_texts: dict[str, str] = {}
         self._last_action: ParsedAction | None = None
+        # step memos of pure functions (same key, same value): action text -> its reading,
+        # (answer, reference SQL, dialect) -> whether the answer reveals SQL
+        self._readings: dict[str, ParsedAction] = {}
+        self._reveals: dict[tuple[str, str | None, str], bool] = {}
 
     # -- budget ----------------------------------------------------------------------------------
 
@@ -286,6 +299,13 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if record.m > 0:
             return record.m + self.budget_slack - 1
         return 0 if self.zero_ambiguity == "skip" else 1
+
+    def _budget(self, record: TaskRecord) -> int:
+        """:meth:`max_questions`, computed once for each of :attr:`records`."""
+        index = self._index.get(record.id)
+        if index is not None and self.records[index] is record:
+            return self._budgets[index]
+        return self.max_questions(record)
 
     @property
     def episode_oracle(self) -> Oracle:
@@ -315,11 +335,12 @@ class AmbiTabEnv(gym.Env[dict, str]):
         return text
 
     def _observation(self) -> dict[str, Any]:
+        left = self._questions_left
         return {
             "task": self._task_text,
             "dialogue": self._dialogue_text,
-            "questions_left": np.int64(self._questions_left),
-            "phase": np.int64(_PHASES[self._phase]),
+            "questions_left": _COUNT_SCALARS[left] if left < 64 else np.int64(left),
+            "phase": _PHASE_SCALARS[self._phase],
         }
 
     def _info(self) -> dict[str, Any]:
@@ -395,7 +416,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self._dialogue_text = ""
         self._last_action = None
         self._task_text = self._task(record)
-        self._questions_left = self.max_questions(record)
+        self._questions_left = self._budget(record)
         self._phase = "ask"
         return self._observation(), self._info()
 
@@ -452,15 +473,36 @@ class AmbiTabEnv(gym.Env[dict, str]):
             return self._finish(sql=self._last_action.text)
         record = self.record
         assert record is not None
-        if record.m == 0 and self.zero_ambiguity == "skip":
+        if self.zero_ambiguity == "skip" and record.m == 0:
             self._last_action = ParsedAction(
                 "stop", form="ignored", note="asking is skipped for this task: action not read"
             )
             return self._stop("skipped")
-        parsed = self._last_action = parse_action(action)
+        parsed = self._last_action = self._read_action(action)
         if parsed.kind == "stop":
             return self._stop("fallback" if is_fallback_stop(action) else "asker")
         return parsed
+
+    def _read_action(self, action: Any) -> ParsedAction:
+        """:func:`parse_action`, memoized for short text actions (a pure function of the text)."""
+        if type(action) is not str or len(action) > _MEMO_ACTION_CHARS:
+            return parse_action(action)
+        parsed = self._readings.get(action)
+        if parsed is None:
+            if len(self._readings) >= _MEMO_SIZE:
+                self._readings.clear()
+            parsed = self._readings[action] = parse_action(action)
+        return parsed
+
+    def _reveals_sql(self, answer: str, reference_sql: str | None, dialect: str) -> bool:
+        """:func:`answer_reveals_sql`, memoized (the same canned answers recur every episode)."""
+        key = (answer, reference_sql, dialect)
+        reveals = self._reveals.get(key)
+        if reveals is None:
+            if len(self._reveals) >= _MEMO_SIZE:
+                self._reveals.clear()
+            reveals = self._reveals[key] = answer_reveals_sql(answer, reference_sql, dialect)
+        return reveals
 
     def _record_turn(self, parsed: ParsedAction, credits, answer: str, elapsed: float):
         """Append a turn; returns the step result (or ``_NEEDS_SOLVER`` at the budget)."""
@@ -469,7 +511,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         question = parsed.text
         route = context.take_route()  # an LLM matcher's route: privileged, for re-scoring
         verification = context.record.verification
-        reveals = answer_reveals_sql(answer, verification.reference_sql, verification.engine)
+        reveals = self._reveals_sql(answer, verification.reference_sql, verification.engine)
         shown = answer
         if reveals and self._answer_guard is not None:
             shown = str(self._answer_guard(answer))

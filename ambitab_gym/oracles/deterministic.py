@@ -89,14 +89,28 @@ class _Names:
     entries: tuple[tuple[str, re.Pattern[str]], ...]  # (ambiguity id, pattern)
 
 
+#: Entries a matcher's memos (compiled names per record, mentions per question) hold before they
+#: are emptied: a bound on memory for long campaigns and generated corpora.
+_MEMO_SIZE = 4096
+
+#: A question's mentions: ``(ambiguity id, (outside quotes, start, -length))``, best first,
+#: and the best id when no ambiguity is resolved (None: no mention or a tie).
+_Mentions = tuple[tuple[tuple[str, tuple[int, int, int]], ...], "str | None"]
+
+
 class _RankingMatcher:
-    """Shared ranking: quoted first, then earliest, then longest; ties credit nothing."""
+    """Shared ranking: quoted first, then earliest, then longest; ties credit nothing.
+
+    The mentions of a question in a record depend on the text and the record only, so they are
+    found once per (record, question) and ranked against the episode's resolved ids each time.
+    """
 
     prefer_unresolved = False
     use_evidence = False
 
     def __init__(self) -> None:
         self._compiled: dict[str, _Names] = {}
+        self._mentions: dict[tuple[str, str], _Mentions] = {}
 
     def _names(self, record: TaskRecord) -> _Names:
         names = self._compiled.get(record.id)
@@ -106,8 +120,21 @@ class _RankingMatcher:
                 for name in self._names_of(ambiguity):
                     entries.append((ambiguity.id, name_pattern(name)))
             names = _Names(tuple(entries))
+            if len(self._compiled) >= _MEMO_SIZE:
+                self._compiled.clear()
             self._compiled[record.id] = names
         return names
+
+    def _mentions_of(self, question: str, record: TaskRecord) -> _Mentions:
+        key = (record.id, question)
+        found = self._mentions.get(key)
+        if found is None:
+            ranked = _mention_keys(question, self._names(record).entries)
+            found = (ranked, _best(ranked))
+            if len(self._mentions) >= _MEMO_SIZE:
+                self._mentions.clear()
+            self._mentions[key] = found
+        return found
 
     def _names_of(self, ambiguity: Ambiguity) -> list[str]:
         names = [n for n in ambiguity.names if n.strip()]
@@ -119,9 +146,47 @@ class _RankingMatcher:
 
     def match(self, question: str, context: OracleContext) -> frozenset[str]:
         question = question if isinstance(question, str) else str(question)
-        resolved = context.credited if self.prefer_unresolved else frozenset()
-        best = best_mention(question, self._names(context.record).entries, resolved)
+        ranked, best = self._mentions_of(question, context.record)
+        if self.prefer_unresolved and ranked and context.turns:
+            resolved = context.credited
+            if any(ambiguity_id in resolved for ambiguity_id, _ in ranked):
+                best = _best(_demote(ranked, resolved))
         return frozenset() if best is None else frozenset({best})
+
+
+def _mention_keys(
+    text: str, entries: tuple[tuple[str, re.Pattern[str]], ...]
+) -> tuple[tuple[str, tuple[int, int, int]], ...]:
+    """Each mentioned id with its best key (outside quotes, start, -length), best first."""
+    if not entries:
+        return ()
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    best: dict[str, tuple[int, int, int]] = {}
+    for ambiguity_id, pattern in entries:
+        for found in pattern.finditer(text):
+            start, end = found.span()
+            in_quotes = any(qs <= start and end <= qe for qs, qe in quoted)
+            key = (0 if in_quotes else 1, start, start - end)
+            if ambiguity_id not in best or key < best[ambiguity_id]:
+                best[ambiguity_id] = key
+    return tuple(sorted(best.items(), key=lambda item: item[1]))
+
+
+def _demote(
+    ranked: tuple[tuple[str, tuple], ...], resolved: frozenset[str]
+) -> tuple[tuple[str, tuple], ...]:
+    """The ranking with ids in ``resolved`` after every other id (keys gain a leading flag)."""
+    keyed = [(i, (1 if i in resolved else 0, *key)) for i, key in ranked]
+    return tuple(sorted(keyed, key=lambda item: item[1]))
+
+
+def _best(ranked: tuple[tuple[str, tuple], ...]) -> str | None:
+    """The first id of a ranking, or None when it is empty or its first two keys tie."""
+    if not ranked:
+        return None
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return None  # a tie: refuse rather than guess
+    return ranked[0][0]
 
 
 def best_mention(
@@ -145,28 +210,10 @@ def best_mention(
     >>> best_mention("Please elaborate.", entries) is None
     True
     """
-    if not entries:
-        return None
-    quoted = [m.span() for m in _QUOTED.finditer(text)]
-    best: dict[str, tuple[int, int, int, int]] = {}
-    for ambiguity_id, pattern in entries:
-        for found in pattern.finditer(text):
-            start, end = found.span()
-            in_quotes = any(qs <= start and end <= qe for qs, qe in quoted)
-            key = (
-                1 if ambiguity_id in resolved else 0,
-                0 if in_quotes else 1,
-                start,
-                start - end,
-            )
-            if ambiguity_id not in best or key < best[ambiguity_id]:
-                best[ambiguity_id] = key
-    if not best:
-        return None
-    ranked = sorted(best.items(), key=lambda item: item[1])
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return None  # a tie: refuse rather than guess
-    return ranked[0][0]
+    ranked = _mention_keys(text, entries)
+    if resolved and any(ambiguity_id in resolved for ambiguity_id, _ in ranked):
+        ranked = _demote(ranked, resolved)
+    return _best(ranked)
 
 
 class IntentMatcher(_RankingMatcher):
