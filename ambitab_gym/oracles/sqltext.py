@@ -15,6 +15,7 @@ re-exports it).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import Any
@@ -142,19 +143,24 @@ def match_segment(argument: str, segments: tuple[str, ...], dialect: str = "sqli
     >>> match_segment("<sql segment>", segs), match_segment("WHERE salary > 99", segs)
     (None, None)
     """
-    wanted = normalize_sql(argument.strip().rstrip(";"), dialect)
+    wanted = _normalized(argument.strip().rstrip(";"), dialect)
     if not wanted:
         return None
     fragment = len(wanted.split()) >= MIN_FRAGMENT_TOKENS
     for segment in segments:
-        normalized = normalize_sql(segment, dialect) or ""
+        normalized = _normalized(segment, dialect) or ""
         if segment == argument or normalized == wanted:
             return segment
     if fragment:
         for segment in segments:
-            if f" {wanted} " in f" {normalize_sql(segment, dialect) or ''} ":
+            if f" {wanted} " in f" {_normalized(segment, dialect) or ''} ":
                 return segment
     return None
+
+
+# normalize_sql memoized for match_segment: every routed question of an episode normalizes the
+# same reference segments again (a pure function; bounded, thread-safe)
+_normalized = functools.lru_cache(maxsize=4096)(normalize_sql)
 
 
 _SQL_SHAPE = re.compile(
