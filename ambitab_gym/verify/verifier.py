@@ -67,7 +67,7 @@ from ambitab_gym.verify.base import (
     QueryResult,
     bounded_text,
 )
-from ambitab_gym.verify.compare import normalize_rows, results_match
+from ambitab_gym.verify.compare import NormalizedReference, results_match
 from ambitab_gym.verify.taskrun import preprocess_results, upstream_sql
 from ambitab_gym.verify.worker import sql_text_problem
 from ambitab_gym.vocabulary import VERDICT_REASONS, VerdictReason, check
@@ -126,6 +126,8 @@ class _Reference:
     error: str | None
     message: str = ""
     cached: bool = True
+    #: the normalized rows with their set / multiset made once (plain comparisons only)
+    prepared: NormalizedReference | None = None
 
 
 #: Failures of a reference query that say nothing about the record (retried, never cached).
@@ -289,9 +291,12 @@ class Verifier:
                 return _Reference(None, "engine", bounded_text(error), cached=False)
             if conditions is not None:
                 rows = preprocess_results(result.rows, self._decimals(record))
-            else:
-                rows = normalize_rows(result.rows, spec.compare.float_decimals)
-            cached = self._references[record.id] = _Reference(rows, None)
+                cached = self._references[record.id] = _Reference(rows, None)
+                return cached
+            prepared = NormalizedReference(result.rows, spec.compare.float_decimals)
+            cached = self._references[record.id] = _Reference(
+                prepared.rows, None, prepared=prepared
+            )
             return cached
         return _Reference(None, last, message, cached=False)
 
@@ -337,7 +342,7 @@ class Verifier:
             else:
                 ok = results_match(
                     result.rows,
-                    reference.rows,
+                    reference.prepared or reference.rows,
                     record.verification.compare,
                     reference_normalized=True,
                 )

@@ -520,17 +520,25 @@ class SQLiteSession:
             widest_row = max(1, len(columns)) * (self.length_limit + _PER_CELL_BYTES)
             chunk = max(1, min(_FETCH_CHUNK, max_bytes // widest_row))
             rows: list[tuple] = []
+            # No value is longer than the length limit, so while the rows fetched so far would
+            # fit even at that width, their exact size (result_bytes) need not be counted.
+            per_row_bound = widest_row + _PER_ROW_BYTES
             size = 0
-            while True:
-                part = cursor.fetchmany(chunk)
-                if not part:
-                    break
+            exact = False
+            part = cursor.fetchmany(chunk)
+            while part:
                 rows.extend(part)
                 if len(rows) > max_rows:
                     return _error("too_many_rows", f"result has more than {max_rows} rows")
-                size += result_bytes(part)
+                if exact:
+                    size += result_bytes(part)
+                elif len(rows) * per_row_bound > max_bytes:
+                    size, exact = result_bytes(rows), True
                 if size > max_bytes:
                     return _too_large(max_bytes)
+                if len(part) < chunk:  # fetchmany returns a short chunk only at the end
+                    break
+                part = cursor.fetchmany(chunk)
             return ("ok", columns, rows)
         except self._sqlite3.Error as error:
             return self._classify(error, timeout_s)
