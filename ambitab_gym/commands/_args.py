@@ -17,11 +17,13 @@ import os
 from pathlib import Path
 
 from ambitab_gym import defaults, registry
-from ambitab_gym.errors import UnknownComponent
+from ambitab_gym.errors import UnknownComponent, UsageError
 
 __all__ = [
+    "add_executor_arguments",
     "check_component",
     "component_help",
+    "executor_from_args",
     "non_negative_int",
     "output_file",
     "output_folder",
@@ -163,4 +165,98 @@ def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
         type=non_negative_int,
         default=defaults.BOOTSTRAP_SEED,
         help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
+    )
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a campaign's episodes run (``evaluate``, ``leakage``; docs/scale.md):
+    ``--executor {local,ray}``, ``--ray-address``, ``--ray-workers``, ``--ray-chunk`` and
+    ``--llm-replica`` (further servers serving ``--model``, spread across the Ray workers).
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_executor_arguments(parser)
+    >>> args = parser.parse_args(["--executor", "ray", "--ray-workers", "4",
+    ...                           "--llm-replica", "http://10.0.0.2:8000/v1"])
+    >>> args.executor, args.ray_address, args.ray_workers, args.llm_replica
+    ('ray', None, 4, ['http://10.0.0.2:8000/v1'])
+    """
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where the episodes run: this process (local, the default) or Ray workers (ray; "
+        "pip install 'ambitab-gym[ray]'); the results store and resume are the same",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="the Ray cluster to join (auto, ray://HOST:10001; default: $RAY_ADDRESS, else a "
+        "local one)",
+    )
+    parser.add_argument(
+        "--ray-workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="Ray workers, each with --concurrency episodes in flight and its own LLM client "
+        "and engines (default: one per CPU of the cluster)",
+    )
+    parser.add_argument(
+        "--ray-chunk",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="records per work unit (default: max(8, 2 x concurrency))",
+    )
+    parser.add_argument(
+        "--llm-replica",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="another server serving the same --model as --llm-url (repeatable); Ray workers "
+        "are spread over --llm-url and its replicas",
+    )
+
+
+def executor_from_args(args: argparse.Namespace, client, *, prog: str):
+    """The executor the options name: None (this process) or a
+    :class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`, whose replicas are checked
+    (reachable, model served) first. Ray is imported only when it runs.
+
+    Raises:
+        UsageError: Ray options without ``--executor ray``, or replicas without an LLM client.
+    """
+    replicas = list(getattr(args, "llm_replica", None) or [])
+    if getattr(args, "executor", "local") != "ray":
+        given = [
+            name
+            for name, value in (
+                ("--ray-address", getattr(args, "ray_address", None)),
+                ("--ray-workers", getattr(args, "ray_workers", None)),
+                ("--ray-chunk", getattr(args, "ray_chunk", None)),
+                ("--llm-replica", replicas),
+            )
+            if value
+        ]
+        if given:
+            raise UsageError(f"{', '.join(given)} need(s) --executor ray")
+        return None
+    urls: list[str] = []
+    if replicas:
+        if client is None:
+            raise UsageError("--llm-replica needs --llm-url and --model (an LLM part to run)")
+        from ambitab_gym.commands.llm_options import preflight
+
+        checked = [client.on_server(url) for url in replicas]
+        try:
+            preflight(checked, concurrency=1, fixed=True, prog=prog)
+        finally:
+            for replica in checked:
+                replica.close()
+        urls = [client.base_url, *replicas]
+    from ambitab_gym.evaluation.ray_executor import RayExecutor
+
+    return RayExecutor(
+        address=args.ray_address, workers=args.ray_workers, chunk=args.ray_chunk, llm_urls=urls
     )

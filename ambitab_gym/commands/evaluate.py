@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ambitab_gym import defaults
-from ambitab_gym.commands._args import check_component, component_help, output_file, positive_int
+from ambitab_gym.commands._args import (
+    add_executor_arguments,
+    check_component,
+    component_help,
+    executor_from_args,
+    output_file,
+    positive_int,
+)
 
 __all__ = ["register"]
 
@@ -75,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_llm_options(parser)
+    add_executor_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -198,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
                 llm_client=client,
                 progress=not args.no_progress and sys.stderr.isatty(),
                 oracle_options=oracle_options(args),
+                executor=executor_from_args(args, client, prog="ambitab-gym evaluate"),
             )
             if args.csv:
                 count = store.export_csv(args.csv, config.campaign_id)

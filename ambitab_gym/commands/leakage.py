@@ -10,8 +10,10 @@ from pathlib import Path
 from ambitab_gym import defaults
 from ambitab_gym.commands._args import (
     add_bootstrap_arguments,
+    add_executor_arguments,
     check_component,
     component_help,
+    executor_from_args,
     non_negative_int,
     output_file,
     positive_int,
@@ -90,6 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(wrappers.ResponseGuard; credits unchanged, originals kept in the results)",
     )
     add_llm_options(parser)
+    add_executor_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -147,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
                 resamples=args.resamples,
                 bootstrap_seed=args.bootstrap_seed,
                 oracle_options=oracle_options(args),
+                executor=executor_from_args(args, client, prog="ambitab-gym leakage"),
             )
             rows = store.episodes(config.campaign_id)
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
