@@ -359,6 +359,9 @@ class AmbiTabEnv(gym.Env[dict, str]):
         if self._last_action is not None:
             info["action_parse"] = self._last_action.form
             info["action_note"] = self._last_action.note
+            read = self._last_action.read  # question | stop | sql | unreadable (None: not read)
+            if read is not None:
+                info["reply_read"] = read
         for key in self.info_keys:
             info[key] = self._privileged(key)
         return info
@@ -435,8 +438,9 @@ class AmbiTabEnv(gym.Env[dict, str]):
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Take one decision. No action raises: anything unreadable is a question (or, in the
-        SQL phase, SQL) and ``info["action_parse"]`` / ``info["action_note"]`` say how it was
-        read (see :mod:`ambitab_gym.actions`)."""
+        SQL phase, SQL) and ``info["reply_read"]`` (``question``, ``stop``, ``sql`` or
+        ``unreadable``), ``info["action_parse"]`` and ``info["action_note"]`` say how it was
+        read (see :func:`ambitab_gym.actions.read_reply`)."""
         outcome = self._begin_step(action)
         if isinstance(outcome, ParsedAction):
             assert self._context is not None

@@ -34,20 +34,29 @@ __all__ = [
     "SchemaNames",
     "code_blocks",
     "extract_sql",
+    "REASONING_TAGS",
     "find_json_object",
     "schema_identifiers",
     "schema_names",
     "strip_thinking",
+    "unfence",
 ]
 
-_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
-_THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
+#: Tags of reasoning blocks: ``<think>`` (Qwen, DeepSeek-R1), ``<thinking>``, ``<reasoning>``.
+REASONING_TAGS = ("think", "thinking", "reasoning")
+_TAG_NAMES = "|".join(REASONING_TAGS)
+_THINK_BLOCK = re.compile(rf"<(?:{_TAG_NAMES})>.*?</(?:{_TAG_NAMES})>", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(rf"</(?:{_TAG_NAMES})>", re.IGNORECASE)
+_THINK_OPEN = re.compile(rf"<(?:{_TAG_NAMES})>", re.IGNORECASE)
 
 
 def strip_thinking(text: str) -> str:
-    """Remove reasoning blocks: ``<think>...</think>``, a dangling ``...</think>`` prefix (when the
-    chat template opened the block) and an unclosed ``<think>...`` tail.
+    """Remove reasoning blocks (``<think>``, ``<thinking>``, ``<reasoning>``, any case):
+    closed blocks, a dangling ``...</think>`` prefix (when the chat template opened the block)
+    and an unclosed ``<think>...`` tail (a reply cut off while reasoning leaves nothing).
+
+    Idempotent, and linear in the length of the text (a hostile text of many unclosed tags
+    is no slower than any other).
 
     >>> strip_thinking("<think>hmm, maybe 3</think>\\n\\nThree.")
     'Three.'
@@ -55,11 +64,18 @@ def strip_thinking(text: str) -> str:
     'Answer'
     >>> strip_thinking("Answer <think>never closed")
     'Answer'
+    >>> strip_thinking("<reasoning>The user wants 2023.</reasoning> Which region?")
+    'Which region?'
     """
-    text = _THINK_BLOCK.sub("", text)
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
-        text = text[closes[-1].end() :]
+        # every open tag before the last close has a close after it: the non-greedy block
+        # search scans each stretch once (after the last close it would rescan to the end)
+        end = closes[-1].end()
+        text = _THINK_BLOCK.sub("", text[:end]) + text[end:]
+        closes = list(_THINK_CLOSE.finditer(text))
+        if closes:
+            text = text[closes[-1].end() :]
     opened = _THINK_OPEN.search(text)
     if opened:
         text = text[: opened.start()]
@@ -68,7 +84,10 @@ def strip_thinking(text: str) -> str:
 
 # -- code fences ---------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"```(.*?)```", re.DOTALL)
+#: A Markdown code fence: ``` ```...``` ``` or ``~~~...~~~``.
+_FENCE = re.compile(r"(```|~~~)(.*?)\1", re.DOTALL)
+#: A text that is one fence and nothing else (surrounding whitespace aside).
+_WHOLE_FENCE = re.compile(r"\A\s*(```|~~~)(.*?)\1\s*\Z", re.DOTALL)
 _LABEL = re.compile(r"[A-Za-z0-9_+-]*")
 #: Fence labels that mark SQL.
 SQL_LABELS = frozenset({"sql", "sqlite", "postgres", "postgresql", "duckdb", "psql", "plpgsql"})
@@ -99,35 +118,62 @@ class CodeBlock:
 
 
 def code_blocks(text: str) -> list[CodeBlock]:
-    """The code fences of ``text`` in order: ``` ```lang\\n...``` ```, ``` ```...``` ``` or the inline
-    ``` ```sql SELECT 1``` ```.
+    """The code fences of ``text`` in order: ``` ```lang\\n...``` ```, ``` ```...``` ```, the inline
+    ``` ```sql SELECT 1``` ```, or the same with ``~~~``. Labels are lower case (``SQL`` is
+    ``sql``).
 
     >>> code_blocks("```json {\\"a\\": 1}```")
     [CodeBlock(label='json', body='{"a": 1}')]
+    >>> code_blocks("~~~SQL\\r\\nSELECT 1\\r\\n~~~")
+    [CodeBlock(label='sql', body='SELECT 1')]
     """
-    blocks: list[CodeBlock] = []
-    for found in _FENCE.finditer(text):
-        inner = found.group(1)
-        head, newline, rest = inner.partition("\n")
-        if newline and _LABEL.fullmatch(head.strip()):
-            blocks.append(CodeBlock(head.strip().lower(), rest.strip()))
-            continue
-        word, _, after = inner.strip().partition(" ")
-        if word.lower() in _INLINE_LABELS and after.strip():
-            blocks.append(CodeBlock(word.lower(), after.strip()))
-        else:
-            blocks.append(CodeBlock("", inner.strip()))
-    return blocks
+    return [_block(found.group(2)) for found in _FENCE.finditer(text)]
+
+
+def _block(inner: str) -> CodeBlock:
+    head, newline, rest = inner.partition("\n")
+    if newline and _LABEL.fullmatch(head.strip()):
+        return CodeBlock(head.strip().lower(), rest.strip())
+    word, _, after = inner.strip().partition(" ")
+    if word.lower() in _INLINE_LABELS and after.strip():
+        return CodeBlock(word.lower(), after.strip())
+    return CodeBlock("", inner.strip())
+
+
+def unfence(text: str) -> str:
+    """The body of a text that is one code fence and nothing else (its label dropped); any
+    other text unchanged.
+
+    >>> unfence("```sql\\nSELECT 1\\n```"), unfence("~~~\\nWhich year?\\n~~~")
+    ('SELECT 1', 'Which year?')
+    >>> unfence("Run ```SELECT 1``` now")
+    'Run ```SELECT 1``` now'
+    """
+    found = _WHOLE_FENCE.match(text)
+    if found is None or found.group(1) in found.group(2):
+        return text  # not one fence (two fences side by side hold the marker inside)
+    return _block(found.group(2)).body
 
 
 # -- JSON ------------------------------------------------------------------------------------------
 
 
+#: Longest candidate read as a Python literal (single-quoted dicts); longer ones as JSON only.
+_MAX_LITERAL_CHARS = 20_000
+#: Longest text searched for a JSON object inside prose, and how many ``{`` are tried there.
+_MAX_EMBEDDED_CHARS = 100_000
+_MAX_EMBEDDED_TRIES = 64
+
+
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError, ValueError):
+    except RecursionError:
+        return None
+    except (json.JSONDecodeError, ValueError):
         pass
+    if len(text) > _MAX_LITERAL_CHARS:
+        return None
     try:  # single-quoted dicts, True/None: models write Python now and then
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -143,6 +189,9 @@ def find_json_object(text: str) -> dict | None:
     {'answer': 'three'}
     >>> find_json_object("no object here") is None
     True
+
+    Bounded on hostile text: prose longer than 100,000 characters is not searched, and at most
+    64 ``{`` inside prose are tried.
     """
     if not isinstance(text, str):
         return None
@@ -152,8 +201,12 @@ def find_json_object(text: str) -> dict | None:
             value = _loads(candidate)
             if isinstance(value, dict):
                 return value
+    if len(text) > _MAX_EMBEDDED_CHARS:
+        return None
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", text):
+    for tries, match in enumerate(re.finditer(r"\{", text)):
+        if tries >= _MAX_EMBEDDED_TRIES:
+            break
         try:
             value, _ = decoder.raw_decode(text, match.start())
         except (json.JSONDecodeError, RecursionError, ValueError):
@@ -166,8 +219,27 @@ def find_json_object(text: str) -> dict | None:
 # -- SQL in text -----------------------------------------------------------------------------------
 
 _SQL_START = re.compile(r"(?is)\b(WITH\s+\w+(?:\s*\([^)]*\))?\s+AS\s*\(|SELECT\b)")
+#: The first word of a text that is an SQL statement already: a keyword in upper or lower case
+#: (title case is prose: "With the data above, ..."), after comments and opening parentheses.
+_STATEMENT_WORDS = (
+    "select|with|values|explain|pragma|insert|update|delete|replace|create|drop|alter|"
+    "attach|detach|from|table|show|describe|summarize|pivot|unpivot|copy|set|call|begin|"
+    "commit|rollback|vacuum|analyze|reindex|truncate|merge|grant|revoke|load|install"
+)
+_STATEMENT = re.compile(
+    rf"(?:\s|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*(?:(?:{_STATEMENT_WORDS.upper()})|"
+    rf"(?:{_STATEMENT_WORDS}))(?![\w'])",
+    re.DOTALL,
+)
 _STRICT_START = re.compile(r"(?<![\w`])((?:SELECT|WITH)\s.*)", re.DOTALL)  # upper case only
 _JSON_SQL_KEYS = ("output", "sql", "query", "final_sql")
+
+
+def _is_statement(text: str) -> bool:
+    """Whether ``text`` is an SQL statement as it stands (see :func:`extract_sql`, rule 0)."""
+    if "```" in text or "~~~" in text:
+        return False
+    return _STATEMENT.match(text) is not None
 
 
 def _parses_as_query(candidate: str) -> bool:
@@ -182,6 +254,10 @@ def extract_sql(text: str, *, last: bool = False, strict: bool = False) -> str |
 
     Read in this order, after dropping ``<think>`` blocks:
 
+    0. a text that is an SQL statement already (it starts with an SQL keyword in upper or lower
+       case, after comments and opening parentheses, and holds no code fence) is the SQL as
+       it is - ``INSERT ... SELECT``, ``WITH RECURSIVE``, ``(SELECT ...) UNION (...)`` or a
+       JSON string literal inside the query stay whole; skipped when ``strict``;
     1. a JSON object's ``output``/``sql``/``query``/``final_sql`` string (a fenced value is
        unwrapped) - the solver's reply format; skipped when ``strict``;
     2. a code fence labelled as SQL, or unlabelled and holding a query (the first, or the
@@ -209,15 +285,20 @@ def extract_sql(text: str, *, last: bool = False, strict: bool = False) -> str |
         True
         >>> extract_sql("no query") is None
         True
+        >>> extract_sql("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+        ...             "SELECT i FROM n LIMIT 3")
+        'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n LIMIT 3'
     """
     text = strip_thinking(text or "")
+    if not strict and _is_statement(text):
+        return text
     if not strict:
         obj = find_json_object(text)
         if obj is not None:
             for key in _JSON_SQL_KEYS:
                 value = obj.get(key)
                 if isinstance(value, str) and value.strip():
-                    return _unfence(value.strip())
+                    return unfence(value.strip())
     fenced = [block.body for block in code_blocks(text) if block.is_sql]
     if fenced:
         return fenced[-1] if last else fenced[0]
@@ -229,13 +310,6 @@ def extract_sql(text: str, *, last: bool = False, strict: bool = False) -> str |
         return candidate if _parses_as_query(candidate) else None
     found = _SQL_START.search(text)
     return text[found.start() :].strip() if found else None
-
-
-def _unfence(sql: str) -> str:
-    blocks = code_blocks(sql)
-    if len(blocks) == 1 and sql.startswith("```") and sql.endswith("```"):
-        return blocks[0].body
-    return sql
 
 
 # -- schema names ----------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ naming the valid values.
   (:attr:`ambitab_gym.trajectory.Trajectory.stop_reason`).
 * :data:`Phase` / :data:`PHASES` - the env's phase (``ask``, ``sql``, ``done``; the
   observation's ``phase`` is its index).
+* :data:`ReplyRead` / :data:`REPLY_READS` - how an agent's reply was read
+  (:attr:`ambitab_gym.actions.ParsedAction.read`, ``info["reply_read"]``).
 * :data:`EvaluationCondition` / :data:`EVALUATION_CONDITIONS` - the conditions of an evaluation
   campaign (paper C.1).
 
@@ -33,11 +35,13 @@ __all__ = [
     "EVALUATION_CONDITIONS",
     "PHASES",
     "QUERY_ERROR_CATEGORIES",
+    "REPLY_READS",
     "STOP_REASONS",
     "VERDICT_REASONS",
     "EvaluationCondition",
     "Phase",
     "QueryErrorCategory",
+    "ReplyRead",
     "StopReason",
     "VerdictReason",
     "check",
@@ -75,6 +79,11 @@ STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 #: The env's phase: asking questions, waiting for SQL (``agent`` mode), or over.
 Phase = Literal["ask", "sql", "done"]
 PHASES: tuple[str, ...] = get_args(Phase)
+
+#: How an agent's reply (an action, or a model's raw reply) was read: a question, a stop, SQL
+#: (SQL phase), or nothing recognisable (read as text anyway: a question or SQL that earns nothing).
+ReplyRead = Literal["question", "stop", "sql", "unreadable"]
+REPLY_READS: tuple[str, ...] = get_args(ReplyRead)
 
 #: Conditions of an evaluation campaign: pi_none, the evaluated asker, pi_full (paper C.1).
 EvaluationCondition = Literal["none", "asker", "full"]

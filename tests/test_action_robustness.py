@@ -37,6 +37,7 @@ PUBLIC_INFO_KEYS = {
     "verdict_reason",
     "action_parse",
     "action_note",
+    "reply_read",
 }
 
 DIGITS = "7" * 5000

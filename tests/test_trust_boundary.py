@@ -25,6 +25,7 @@ PUBLIC_INFO_KEYS = {
     "verdict_reason",
     "action_parse",
     "action_note",
+    "reply_read",
 }
 
 

@@ -8,6 +8,10 @@
   the solver's SQL dialect); :func:`parse_llm_spec` - ``llm:checklist-ledger`` ->
   ``checklist-ledger``.
 
+Replies are read by the one reply reader, :func:`ambitab_gym.actions.read_reply` (the env reads
+actions with it too): reasoning blocks, fences, STOP variants and the JSON form mean the same
+to an LLM role as to the env.
+
 Both read only a :class:`~ambitab_gym.trajectory.PublicView` (the agent side of the trust
 boundary), take their prompts from :mod:`ambitab_gym.policies.llm_prompts` and import nothing
 from the oracle side; they offer an async method (``aact``/``asolve``) for campaigns and a blocking one
@@ -22,6 +26,7 @@ import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Literal
 
+from ambitab_gym.actions import read_sql_action
 from ambitab_gym.llm.client import LLMMalformedResponse, response_format
 from ambitab_gym.llm.sampling import EpisodeKey, Sampling, current_episode, episode_scope
 from ambitab_gym.policies.llm_prompts import (
@@ -32,7 +37,7 @@ from ambitab_gym.policies.llm_prompts import (
     solver_messages,
     solver_schema,
 )
-from ambitab_gym.textutil import extract_sql
+from ambitab_gym.textutil import extract_sql  # noqa: F401 - kept as policies.llm.extract_sql
 from ambitab_gym.trajectory import FALLBACK_STOP, PublicView
 
 if TYPE_CHECKING:
@@ -48,10 +53,24 @@ __all__ = [
     "make_llm_asker",
     "make_llm_solver",
     "parse_llm_spec",
+    "solver_sql",
 ]
 
 #: The JSON stop action the LLM asker emits.
 DONE_ACTION = json.dumps({"type": "done", "output": None})
+
+
+def solver_sql(reply: str) -> str | None:
+    """The SQL of a solver reply as the env would read it in the SQL phase
+    (:func:`ambitab_gym.actions.read_sql_action`); None when the reply holds no SQL.
+
+    >>> solver_sql("<think>Count them.</think>\\n```sql\\nSELECT COUNT(*) FROM staff\\n```")
+    'SELECT COUNT(*) FROM staff'
+    >>> solver_sql("I cannot write this query.") is None
+    True
+    """
+    reading = read_sql_action(reply)
+    return reading.text if reading.read == "sql" else None
 
 
 def clarification_action(question: str) -> str:
@@ -197,9 +216,9 @@ class LLMAsker:
         self._counts.add("unreadable")
         if self.on_unreadable == "raise":
             raise LLMMalformedResponse(f"the asker's reply is not an action: {result.text[:200]!r}")
-        if self.on_unreadable == "question" and result.text.strip():
-            self._counts.add("questions")
-            return clarification_action(result.text.strip())
+        if self.on_unreadable == "question" and output.text:
+            self._counts.add("questions")  # the reply as the env would ask it
+            return clarification_action(output.text)
         self._counts.add("fallback_stops")
         return FALLBACK_STOP
 
@@ -220,8 +239,9 @@ class LLMSolver:
         sampling: the solver's sampling (default: the client's ``sampling["solver"]``); each
             call sends a seed derived from the episode (its turn: the questions asked).
 
-    A reply without recognisable SQL is returned as it is (the verifier then fails it) and
-    counted in ``stats["unreadable"]``.
+    The reply is read by :func:`solver_sql` (reasoning blocks dropped; the JSON form, a fenced
+    query or SQL inside prose). A reply without recognisable SQL is returned as it is (the
+    verifier then fails it) and counted in ``stats["unreadable"]``.
 
     Example:
         >>> from ambitab_gym.llm import LLMClient
@@ -271,16 +291,16 @@ class LLMSolver:
             role="solver",
             turn=len(view.dialogue),
             sampling=self.sampling,
-            parse=extract_sql,
+            parse=solver_sql,
             response_format=response_format("final_sql", solver_schema())
             if self.structured
             else None,
         )
         self._counts.add("calls")
         sql = result.parsed
-        if sql is None:
+        if sql is None:  # verified as the env would verify it: without reasoning or fences
             self._counts.add("unreadable")
-            return result.text.strip()
+            return read_sql_action(result.text).text
         return sql
 
     def solve(self, view: PublicView) -> str:

@@ -10,9 +10,10 @@
   (scripted test servers route on it).
 * :func:`asker_schema`, :func:`solver_schema` - JSON schemas for structured output
   (``response_format``), which keep small models to the expected JSON.
-* :class:`AskerOutput` and :func:`parse_asker_output` - the asker's JSON action
-  ``{"type": "clarification" | "done", "output": ...}``; the solver's SQL is read by
-  :func:`ambitab_gym.textutil.extract_sql`.
+* :class:`AskerOutput` and :func:`parse_asker_output` - the asker's reply, read by the one
+  reply reader :func:`ambitab_gym.actions.read_reply` (as the env reads it): the JSON action
+  ``{"type": "clarification" | "done", "output": ...}``, a stop, or a plain question; the
+  solver's reply is read by the same reader in the SQL phase.
 
 This module is on the agent side of the trust boundary: it reads only the
 :class:`~ambitab_gym.trajectory.PublicView` (the public spec and the visible dialogue) and imports
@@ -29,13 +30,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from ambitab_gym.actions import read_reply
 from ambitab_gym.oracles.base import REFUSAL
-from ambitab_gym.textutil import find_json_object, strip_thinking
 from ambitab_gym.trajectory import PublicView
 
 __all__ = [
     "ASKER_STRATEGIES",
     "DIALECT_NAMES",
+    "MAX_PLAIN_QUESTION_CHARS",
     "ROLE_MARKERS",
     "STRATEGIES",
     "AskerOutput",
@@ -328,35 +330,38 @@ class AskerOutput:
     text: str = ""
 
 
-_ASK_TYPES = {"clarification", "clarify", "question", "ask"}
-_STOP_TYPES = {"done", "stop", "finish", "finished", "end"}
+#: The longest plain-text (not JSON) reply the asker takes as its question.
+MAX_PLAIN_QUESTION_CHARS = 500
 
 
 def parse_asker_output(text: str) -> AskerOutput:
-    """Read an asker reply ``{"type": "clarification" | "done", "output": ...}``.
+    """Read an asker reply with :func:`ambitab_gym.actions.read_reply`, the reader the env uses:
+    reasoning blocks dropped, the JSON action ``{"type": "clarification" | "done", "output":
+    ...}`` (bare, fenced or inside prose), the stop sentinel alone or ending the prose.
 
-    A reply without JSON that is a single line ending in ``?`` is taken as the question.
+    The asker is asked for JSON, so of the replies the env would ask as plain text, it takes
+    only one line ending in ``?`` (at most :data:`MAX_PLAIN_QUESTION_CHARS` characters) as its
+    question; any other reply is ``invalid`` (its ``on_unreadable`` policy decides).
 
     >>> parse_asker_output('{"type": "clarification", "output": "Which year?"}')
     AskerOutput(kind='question', text='Which year?')
     >>> parse_asker_output('{"type": "done", "output": null}').kind
     'stop'
-    >>> parse_asker_output("Which year do you mean?").text
+    >>> parse_asker_output("<think>Two points are clear.</think>Which year do you mean?").text
     'Which year do you mean?'
+    >>> parse_asker_output("Nothing else is unclear to me. <STOP>").kind
+    'stop'
     >>> parse_asker_output("I will now write SQL.").kind
     'invalid'
     """
-    text = strip_thinking(text or "")
-    obj = find_json_object(text)
-    if obj is not None:
-        kind = str(obj.get("type", "")).strip().lower()
-        output = obj.get("output")
-        if kind in _STOP_TYPES:
-            return AskerOutput("stop")
-        if kind in _ASK_TYPES and isinstance(output, str) and output.strip():
-            return AskerOutput("question", output.strip())
-        return AskerOutput("invalid", text)
-    stripped = text.strip().strip('"').strip()
-    if stripped and "\n" not in stripped and stripped.endswith("?") and len(stripped) <= 500:
-        return AskerOutput("question", stripped)
-    return AskerOutput("invalid", text)
+    reading = read_reply(text or "", phase="ask")
+    if reading.read == "stop":
+        return AskerOutput("stop")
+    if reading.read == "question" and reading.text:
+        question = reading.text
+        if reading.form == "json":
+            return AskerOutput("question", question)
+        one_line = "\n" not in question and len(question) <= MAX_PLAIN_QUESTION_CHARS
+        if one_line and question.endswith("?"):
+            return AskerOutput("question", question)
+    return AskerOutput("invalid", reading.text or str(text or "").strip())
