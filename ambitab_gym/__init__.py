@@ -15,7 +15,8 @@ Without the import, name the module in the id: Gymnasium imports it first (its
 
 A bare ``gym.make("AmbiTab-Bird-v0")`` in an interpreter that never imported ``ambitab_gym``
 fails with Gymnasium's ``NameNotFound`` ("Environment `AmbiTab-Bird` doesn't exist"): Gymnasium
-1.x has no plugin entry points that could load the package on demand.
+1.x has no plugin entry points that could load the package on demand. Where a linter would drop
+the "unused" import, ``gym.register_envs(ambitab_gym)`` (a Gymnasium no-op) keeps it.
 
 See :class:`ambitab_gym.env.AmbiTabEnv` for the protocol and ``docs/`` for the record format.
 """
