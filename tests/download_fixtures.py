@@ -215,3 +215,58 @@ def taco_zip(tmp: Path) -> bytes:
     """TACO-Benchmark's tree (the converter tests' fixture) as one archive."""
     root = _load("taco_fixture").write_taco(tmp / "TACO-Benchmark")
     return _zip({f"TACO-Benchmark/{k}": v for k, v in _tree(root).items()})
+
+
+#: A fictional BIRD database per split (no BIRD database file is available here): questions with
+#: evidence in BIRD's form, whose reference SQL returns rows.
+_BIRD_FICTION = {
+    "dev": (
+        "heroes",
+        "CREATE TABLE superhero (id INTEGER PRIMARY KEY, superhero_name TEXT, height_cm INTEGER,"
+        " eye_colour TEXT);"
+        "INSERT INTO superhero VALUES (1, 'Aqua', 190, 'Blue'), (2, 'Bolt', 170, 'Green'),"
+        " (3, 'Cinder', 185, 'Blue'), (4, 'Dune', 160, 'Brown');",
+        [
+            ("How many superheroes are tall?", "tall refers to height_cm > 180",
+             "SELECT COUNT(*) FROM superhero WHERE height_cm > 180"),
+            ("List the superhero names of heroes with blue eyes.",
+             "blue eyes refers to eye_colour = 'Blue'",
+             "SELECT superhero_name FROM superhero WHERE eye_colour = 'Blue'"),
+        ],
+    ),
+    "train": (
+        "shops",
+        "CREATE TABLE shop (id INTEGER PRIMARY KEY, shop_name TEXT, area INTEGER);"
+        "INSERT INTO shop VALUES (1, 'Acme', 120), (2, 'Bazaar', 80), (3, 'Corner', 150);",
+        [
+            ("Which shops are large?", "large refers to area > 100",
+             "SELECT shop_name FROM shop WHERE area > 100"),
+        ],
+    ),
+}  # fmt: skip
+
+
+def bird_zip(split: str, tmp: Path) -> bytes:
+    """BIRD's ``dev.zip`` (top folder ``dev_20240627/``) or ``train.zip`` (``train/``): task
+    JSON and a nested ``<split>_databases.zip``, over a fictional database with rows."""
+    db, script, questions = _BIRD_FICTION[split]
+    path = tmp / f"{split}-{db}.sqlite"
+    connection = sqlite3.connect(path)
+    connection.executescript(script)
+    connection.commit()
+    connection.close()
+    tasks = [
+        {"question_id": i, "db_id": db, "question": q, "evidence": e, "SQL": s,
+         "difficulty": "simple"}
+        for i, (q, e, s) in enumerate(questions)
+    ]  # fmt: skip
+    top = "dev_20240627" if split == "dev" else "train"
+    return _zip(
+        {
+            f"{top}/{split}.json": json.dumps(tasks, indent=1).encode(),
+            f"{top}/{split}_tables.json": b"[]",
+            f"{top}/{split}_databases.zip": _zip(
+                {f"{split}_databases/{db}/{db}.sqlite": path.read_bytes()}
+            ),
+        }
+    )

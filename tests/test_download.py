@@ -25,6 +25,7 @@ from download_fixtures import (
     ambiqt_zip,
     ambrosia_csv,
     bird_dev_zip,
+    bird_zip,
     hub_tree,
     spider_zip,
     taco_zip,
@@ -241,6 +242,35 @@ def test_hub_files_are_verified_one_by_one(capsys, data_home, server):
         "alien/alien_kb.jsonl"
     ]
     assert leftovers(up) == []
+
+
+def test_bird_dev_and_train_build_one_ew_bird_corpus(capsys, data_home, server, tmp_path):
+    server.files["/bird-dev/dev.zip"] = bird_zip("dev", tmp_path)
+    server.files["/bird-train/train.zip"] = bird_zip("train", tmp_path)
+    status, out, err = run(capsys, "bird-dev", "--url-base", server.base)
+    assert status == 0, err
+    assert load_corpus("ew_bird").splits == ["dev"]
+    status, out, err = run(capsys, "bird-train", "--url-base", server.base, "--json")
+    assert status == 0, err
+    build = json.loads(out.strip().splitlines()[-1])["reports"][0]["build"]
+    corpus = load_corpus("AmbiTab-EW-Bird-v0")  # built from both parts: train and dev
+    assert sorted(corpus.splits) == ["dev", "train"] and len(corpus) == build["records"] == 3
+    for name in corpus.manifest.databases:  # copied into the corpus, not links to a build folder
+        path = corpus.database_file(name, "sqlite")
+        assert path.is_file() and not path.is_symlink()
+        assert corpus.path in path.resolve().parents
+
+
+def test_released_records_need_birds_databases(capsys, data_home, tmp_path):
+    records = tmp_path / "records.jsonl"
+    records.write_text('{"id": "x"}\n')
+    status, out, err = run(capsys, "ambitab-bird")
+    assert status == 2 and "no URL to pin yet" in err and "--llm-url" in err
+    status, out, err = run(capsys, "ambitab-bird", "--file", str(records))
+    assert status == 0, err
+    assert "not built: BIRD's databases are not installed" in out
+    installed = data_home / "upstream" / "ambitab-bird" / "records.jsonl"
+    assert installed.read_bytes() == records.read_bytes()
 
 
 def test_ambrosia_prints_the_steps_and_installs_the_given_file(capsys, data_home, tmp_path):
