@@ -327,15 +327,8 @@ def test_all_fetches_what_is_allowed_and_skips_the_rest(capsys, data_home, serve
     spider = serve_spider(server)
     server.files["/ambiqt/AmbiQT.zip"] = ambiqt_zip(AMBIQT_COMMIT)
     server.files["/bird-dev/dev.zip"] = bird_dev_zip(tmp_path)
-    train = tmp_path / "train"
-    train.mkdir()
-    server.files["/bird-train/train.zip"] = _zip_bytes(
-        {
-            "train/train.json": b"[]",
-            "train/train_tables.json": b"[]",
-            "train/train_databases.zip": _zip_bytes({"train_databases/x/x.sqlite": b""}),
-        }
-    )
+    server.files["/bird-train/train.zip"] = bird_zip("train", tmp_path)
+    server.truncate["/bird-train/train.zip"] = 100  # the first attempt is cut short
     source = get_source("bird-interact").artifacts[0]
     listing, files = hub_tree(MINI_INTERACT)
     server.files[f"/mini-interact/api/datasets/{source.repo}/tree/{source.revision}"] = json.dumps(
@@ -347,20 +340,48 @@ def test_all_fetches_what_is_allowed_and_skips_the_rest(capsys, data_home, serve
         )
     server.files["/taco/taco.zip"] = taco_zip(tmp_path)
     assert run(capsys, "spider", "--url-base", server.base, "--sha256", sha(spider))[0] == 0
+    up = data_home / "upstream"
 
+    # a failing source does not stop the others
+    status, out, err = run(capsys, "--all", "--url-base", server.base, "--no-build", "--json")
+    assert status == 1
+    result = json.loads(out.strip().splitlines()[-1])
+    assert [r["source"] for r in result["reports"]] == [
+        "ambiqt", "spider", "bird-dev", "bird-interact",
+    ]  # fmt: skip
+    assert [f["source"] for f in result["failed"]] == ["bird-train"]
+    assert "after 100 of" in result["failed"][0]["error"]
+    assert {s["source"] for s in result["skipped"]} == {"taco", "ambrosia", "ambitab-bird"}
+    assert "skipped taco" in err and "skipped ambrosia" in err and "error: bird-train" in err
+    assert not server.requests("/taco/taco.zip")  # no consent, no request
+    assert not (up / "bird-train").exists()
+
+    # the next run resumes the failed one and leaves the installed ones alone
     status, out, err = run(capsys, "--all", "--url-base", server.base, "--no-build", "--json")
     assert status == 0, err
     result = json.loads(out.strip().splitlines()[-1])
-    assert [r["source"] for r in result["reports"]] == [
-        "ambiqt", "spider", "bird-dev", "bird-train", "bird-interact",
-    ]  # fmt: skip
-    assert {s["source"] for s in result["skipped"]} == {"taco", "ambrosia", "ambitab-bird"}
-    assert "skipped taco" in err and "skipped ambrosia" in err
-    assert not server.requests("/taco/taco.zip")
-    up = data_home / "upstream"
+    checks = {a["name"]: a["checksum"] for r in result["reports"] for a in r["artifacts"]}
+    assert checks == {
+        "spider": "installed", "ambiqt": "installed", "bird-dev": "installed",
+        "bird-train": "recorded", "mini-interact": "installed",
+    }  # fmt: skip
+    assert server.requests("/bird-train/train.zip")[-1]["range"] == "bytes=100-"
     for name in ("ambiqt", "spider", "bird-dev", "bird-train", "mini-interact"):
         assert (up / name / ".ambitab-download.json").is_file(), name
-    assert (up / "bird-train" / "train_databases" / "x" / "x.sqlite").is_file()
+    assert (up / "bird-train" / "train_databases" / "shops" / "shops.sqlite").is_file()
+
+
+def test_a_password_protected_archive_is_refused(capsys, data_home, tmp_path):
+    data = bytearray(_zip_bytes({"ambrosia.csv": b"question\n"}))
+    # set the "encrypted" flag bit as a password-protected zip has it (stdlib cannot encrypt)
+    for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.index(signature) + offset
+        data[at] |= 0x1
+    archive = tmp_path / "ambrosia.zip"
+    archive.write_bytes(bytes(data))
+    status, out, err = run(capsys, "ambrosia", "--file", str(archive))
+    assert status == 1 and "password-protected" in err and "--file" in err
+    assert not (data_home / "upstream" / "ambrosia").exists()
 
 
 def test_a_server_that_ignores_range_is_read_from_the_start(tmp_path, server):

@@ -9,7 +9,8 @@ Downloads resume where an interrupted run stopped; every archive is checked agai
 SHA-256 or the one recorded at its first download (trust on first use). With ``--json`` the
 last line of stdout is one JSON object: ``{"reports": [{"source", "artifacts": [{"name",
 "path", "sha256", "checksum", "resumed_from", "files"}], "build", "build_seconds", "notes"}],
-"skipped": [{"source", "reason"}]}``. See ``docs/data.md``.
+"skipped": [{"source", "reason"}], "failed": [{"source", "error"}]}`` (``--all`` goes on
+after a source fails and exits 1). See ``docs/data.md``.
 """
 
 from __future__ import annotations
@@ -182,9 +183,10 @@ def run(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr)
 
     skipped: list[tuple[str, str]] = []
+    failed: list[tuple[str, str]] = []
     try:
         if args.all:
-            reports, skipped = download_all(options, notify=notify)
+            reports, skipped, failed = download_all(options, notify=notify)
         else:
             reports = [download(args.source_name, options, notify=notify)]
     except ManualDownloadRequired as error:
@@ -197,14 +199,17 @@ def run(args: argparse.Namespace) -> int:
         _summary(report, stream)
     for name, reason in skipped:
         print(f"skipped {name}: {reason} (see ambitab-gym download {name})", file=stream)
+    for name, reason in failed:
+        print(f"error: {name}: {reason}", file=sys.stderr)
     if args.json:
         print(
             json.dumps(
                 {
                     "reports": [r.as_dict() for r in reports],
                     "skipped": [{"source": s, "reason": r} for s, r in skipped],
+                    "failed": [{"source": s, "error": r} for s, r in failed],
                 },
                 ensure_ascii=False,
             )
         )
-    return 0 if all(r.ok for r in reports) else 1
+    return 0 if all(r.ok for r in reports) and not failed else 1

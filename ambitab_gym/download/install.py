@@ -318,7 +318,10 @@ def _extract(path: Path, into: Path, filename: str | None) -> None:
         with tarfile.open(path) as archive:
             for member in archive.getmembers():
                 _safe_parts(member.name)
-            archive.extractall(into, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
+                archive.extractall(into, filter="data")
+            else:  # pragma: no cover - older interpreters; member paths were checked above
+                archive.extractall(into)
     else:
         shutil.copy2(path, into / (filename or path.name))
 
@@ -709,20 +712,25 @@ def download_all(
     *,
     notify: Notify | None = None,
     client: httpx.Client | None = None,
-) -> tuple[list[DownloadReport], list[tuple[str, str]]]:
+) -> tuple[list[DownloadReport], list[tuple[str, str]], list[tuple[str, str]]]:
     """Every source that needs no manual step (TACO only with ``accept_unlicensed``).
 
     Each corpus is built once, after every download. ``options.file`` and ``options.sha256``
     are not used (they name one source's file).
 
+    A source that fails (network, checksum) does not stop the others; nothing of it is
+    installed and its partial transfer is kept for the next run.
+
     Returns:
-        the reports of the installed sources, and ``(source, reason)`` for each one skipped.
+        the reports of the installed sources, ``(source, reason)`` for each one skipped (a
+        manual step or consent is needed) and ``(source, error)`` for each one that failed.
     """
     options = options or DownloadOptions()
     each = DownloadOptions(**{**options.__dict__, "file": None, "sha256": None, "build": False})
     say = notify or (lambda _message: None)
     reports: list[DownloadReport] = []
     skipped: list[tuple[str, str]] = []
+    failed: list[tuple[str, str]] = []
     with contextlib.ExitStack() as stack:
         if client is None:
             client = stack.enter_context(http_client(options.timeout))
@@ -731,6 +739,8 @@ def download_all(
                 reports.append(_fetch_source(source, each, client, say))
             except ManualDownloadRequired as error:
                 skipped.append((source.name, str(error).rstrip(":")))
+            except DownloadError as error:
+                failed.append((source.name, str(error)))
     if options.build:
         built: set[str] = set()
         for report in reports:
@@ -738,4 +748,4 @@ def download_all(
             if source.build and source.build not in built:
                 built.add(source.build)
                 _run_build(source, options, report)
-    return reports, skipped
+    return reports, skipped, failed
