@@ -243,6 +243,20 @@ def test_hub_files_are_verified_one_by_one(capsys, data_home, server):
     ]
     assert leftovers(up) == []
 
+    # another revision than the pinned one is fetched on request, still checked file by file
+    server.files[f"/mini-interact/api/datasets/{source.repo}/tree/main"] = json.dumps(
+        listing
+    ).encode()
+    for name, data in files.items():
+        server.files[f"/mini-interact/datasets/{source.repo}/resolve/main/{name}"] = data
+    status, out, err = run(capsys, "bird-interact", "--url-base", server.base, "--revision", "main")
+    assert status == 0, err
+    record = json.loads((up / "mini-interact" / ".ambitab-download.json").read_text())
+    assert record["revision"] == "main"
+    assert (up / "mini-interact" / "mini_interact.jsonl").read_bytes() == files[
+        "mini_interact.jsonl"
+    ]
+
 
 def test_bird_dev_and_train_build_one_ew_bird_corpus(capsys, data_home, server, tmp_path):
     server.files["/bird-dev/dev.zip"] = bird_zip("dev", tmp_path)

@@ -95,6 +95,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="bird-interact: the solutions the public release withholds (JSONL by instance_id)",
     )
+    parser.add_argument(
+        "--revision",
+        metavar="REV",
+        help="bird-interact: a Hugging Face revision other than the pinned commit (e.g. main)",
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="build seed (default 0)")
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds to wait for the server (default 60)"
@@ -176,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         ground_truth=args.ground_truth,
         seed=args.seed,
         timeout=args.timeout,
+        revision=args.revision,
     )
     stream = sys.stderr if args.json else sys.stdout
 

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -121,6 +122,8 @@ class DownloadOptions:
             build.
         seed: the build seed.
         timeout: seconds to wait for each read from the server.
+        revision: another revision (commit, branch or tag) of a Hugging Face source than the
+            pinned one; its files are still checked against the Hub's digests.
     """
 
     url_base: str | None = None
@@ -134,6 +137,7 @@ class DownloadOptions:
     ground_truth: Path | None = None
     seed: int = 0
     timeout: float = 60.0
+    revision: str | None = None
 
     def mirror(self) -> str | None:
         base = self.url_base if self.url_base is not None else os.environ.get(URL_BASE_ENV)
@@ -560,7 +564,10 @@ def _install(
 ) -> InstalledArtifact:
     local = options.file if own else None
     record = installed_record(artifact.name)
-    if record is not None and local is None and not (options.force and own):
+    other_revision = (
+        own and options.revision and record and record.get("revision") != options.revision
+    )
+    if record is not None and local is None and not (options.force and own) and not other_revision:
         notify(f"{artifact.name}: already installed in {upstream_dir() / artifact.name}")
         return InstalledArtifact(
             artifact.name, str(upstream_dir() / artifact.name), record.get("sha256"), "installed"
@@ -568,6 +575,8 @@ def _install(
     if artifact.kind == "huggingface":
         if local is not None:
             raise DownloadError(f"{artifact.name} is fetched from the Hub; --file is not used")
+        if own and options.revision:
+            artifact = dataclasses.replace(artifact, revision=options.revision)
         return _install_hub(artifact, options, client, notify)
     if artifact.kind == "manual" and local is None:
         raise ManualDownloadRequired(f"{artifact.name} is installed from a file you download")

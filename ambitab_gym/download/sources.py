@@ -26,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from ambitab_gym.errors import UnknownComponent
@@ -54,8 +54,9 @@ class Artifact:
             into place: a wrong archive installs nothing).
         unpack_nested: names of archives inside the archive to unpack in place
             (BIRD ships ``dev_databases.zip`` inside ``dev.zip``).
-        filename: the name the single file is installed under (manual files that are not
-            archives, e.g. ``ambrosia.csv``).
+        filename: the archive's file name (also its name on a ``--url-base`` mirror), or the
+            name a single manual file is installed under (``ambrosia.csv``).
+        checksum_source: where a pinned ``sha256`` comes from (for ``docs/data.md``).
 
     Example:
         >>> Artifact("x", "archive", url="https://example.org/x.zip").sha256 is None
@@ -90,7 +91,8 @@ class Source:
             AmbiQT needs Spider's databases).
         build: the ``ambitab-gym build`` source run afterwards, or None.
         steps: what the user does by hand (manual and acknowledge sources).
-        pool: the paper's evaluated pool (Table 4), for ``docs/data.md`` and the summary.
+        pool: the paper's evaluated pool (Table 4).
+        homepage: the upstream project's page.
 
     Example:
         >>> get_source("ambiqt").build
@@ -106,7 +108,6 @@ class Source:
     steps: tuple[str, ...] = ()
     pool: str = ""
     homepage: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 #: AmbiQT at its last commit (2023-10-15); GitHub builds archives on the fly and does not
