@@ -122,18 +122,32 @@ def loads_plan(data: bytes, clients: Sequence[LLMClient]) -> CampaignPlan:
 
 
 class _Worker:
-    """One Ray actor: a loaded plan and an event loop that lives as long as the actor (so its
-    LLM connection pools and engines are reused from unit to unit)."""
+    """One Ray actor. It keeps the plan it loaded and an event loop for as long as it lives, so
+    its LLM connection pools, engines and cached reference results serve unit after unit; a
+    new campaign (another plan key) is loaded on its first unit. A restarted actor starts
+    empty and loads the plan again."""
 
-    def __init__(self, data: bytes, clients: list[LLMClient], concurrency: int) -> None:
-        self.plan = loads_plan(data, clients)
-        self.concurrency = concurrency
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.plan: CampaignPlan | None = None
         self.loop = asyncio.new_event_loop()
 
-    def run(self, units: list[WorkUnit]) -> tuple[int, list[dict]]:
+    def run(
+        self,
+        key: tuple,
+        boxed_plan: list,
+        clients: list[LLMClient],
+        units: list[WorkUnit],
+        concurrency: int,
+    ) -> tuple[int, list[dict]]:
+        if key != self.key or self.plan is None:
+            import ray
+
+            # the plan comes boxed so that Ray hands over the reference, fetched only when new
+            self.plan, self.key = loads_plan(ray.get(boxed_plan[0]), clients), key
         rows: list[dict] = []
         self.loop.run_until_complete(
-            run_units(self.plan, units, concurrency=self.concurrency, on_row=rows.append)
+            run_units(self.plan, units, concurrency=concurrency, on_row=rows.append)
         )
         return os.getpid(), rows
 
@@ -147,18 +161,22 @@ class RayExecutor:
 
     Args:
         address: the cluster to join (``ray.init(address=...)``: ``auto``, ``ray://HOST:10001``);
-            None: the cluster this process already joined, else a local one.
-        workers: Ray actors (each runs ``concurrency`` episodes in flight); None: one per CPU
-            of the cluster.
+            None: the cluster this process already joined, else ``$RAY_ADDRESS`` or a new
+            local one (shut down again after the run).
+        workers: Ray actors, each running ``concurrency`` episodes in flight; None: one per
+            CPU of the cluster.
         chunk: records per work unit; None: ``max(8, 2 * concurrency)``.
         llm_urls: servers serving the campaign's model: worker ``i`` sends the requests of the
             campaign's LLM client to ``llm_urls[i % len(llm_urls)]`` (clients of other servers,
             e.g. a separate oracle server, are kept as they are). Empty: the client's own URL.
         max_restarts: times a dead worker process is restarted (its unit re-run).
+        worker_cpus: the CPUs Ray reserves for each worker.
         init_options: further ``ray.init`` keyword arguments (``num_cpus``, ...).
 
-    After :meth:`run`, :attr:`worker_pids` holds the worker processes' ids (the last known one
-    per worker) and :attr:`units` the number of units run.
+    On a cluster this process had already joined, the workers outlive :meth:`run` and serve
+    the next campaign run with this executor (no new processes to start); :meth:`close` (or
+    dropping the executor) ends them. After a run, :attr:`worker_pids` holds the worker
+    processes' ids and :attr:`units` counts the units of the last run.
 
     >>> executor = RayExecutor(workers=2, llm_urls=["http://10.0.0.1:8000/v1"])
     >>> executor.workers, executor.chunk_for(concurrency=16)
@@ -170,9 +188,12 @@ class RayExecutor:
     chunk: int | None = None
     llm_urls: Sequence[str] = ()
     max_restarts: int = 3
+    worker_cpus: float = 1.0
     init_options: dict[str, Any] = field(default_factory=dict)
     worker_pids: list[int] = field(default_factory=list, init=False)
     units: int = field(default=0, init=False)
+    _actors: list[Any] = field(default_factory=list, init=False, repr=False)
+    _runs: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
@@ -193,6 +214,16 @@ class RayExecutor:
         primary = clients[0].base_url if clients else None
         url = self.llm_urls[worker % len(self.llm_urls)]
         return [c.on_server(url) if c.base_url == primary else c for c in clients]
+
+    def close(self) -> None:
+        """End the worker processes (a later :meth:`run` starts new ones)."""
+        actors, self._actors = self._actors, []
+        if actors:
+            import ray
+
+            if ray.is_initialized():
+                for actor in actors:
+                    ray.kill(actor)
 
     def run(
         self,
@@ -216,22 +247,33 @@ class RayExecutor:
             ) from None
         started = not ray.is_initialized()
         if started:
+            self._actors = []  # any from an earlier cluster are gone
             ray.init(
                 address=self.address,
                 include_dashboard=False,
                 log_to_driver=False,
                 **self.init_options,
             )
-        actors: list[Any] = []
         try:
-            self._run(ray, plan, units, on_row, concurrency, actors)
+            self._run(ray, plan, units, on_row, concurrency)
         except ray.exceptions.RayError as error:
             raise RayWorkerError(f"a Ray work unit failed: {error}") from error
         finally:
-            for actor in actors:
-                ray.kill(actor)
             if started:
+                self.close()
                 ray.shutdown()
+
+    def _start(self, ray: Any) -> None:
+        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        if len(self._actors) != count:
+            self.close()
+            remote = ray.remote(_Worker).options(
+                num_cpus=self.worker_cpus,
+                max_restarts=self.max_restarts,
+                max_task_retries=self.max_restarts,
+            )
+            self._actors = [remote.remote() for _ in range(count)]
+        self.worker_pids = ray.get([actor.pid.remote() for actor in self._actors])
 
     def _run(
         self,
@@ -240,28 +282,25 @@ class RayExecutor:
         units: list[WorkUnit],
         on_row: Callable[[dict], None],
         concurrency: int,
-        actors: list[Any],
     ) -> None:
         tasks = deque(work_chunks(units, self.chunk_for(concurrency=concurrency)))
-        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        count = min(count, len(tasks))
+        self.units = 0
+        self._start(ray)
         data, clients = dumps_plan(plan)
-        data_ref = ray.put(data)
-        remote = ray.remote(num_cpus=1)(_Worker).options(
-            max_restarts=self.max_restarts, max_task_retries=self.max_restarts
-        )
-        actors.extend(
-            remote.remote(data_ref, self._clients_for(clients, i), concurrency)
-            for i in range(count)
-        )
-        self.worker_pids = ray.get([actor.pid.remote() for actor in actors])
+        boxed = [ray.put(data)]
+        self._runs += 1
+        key = (id(self), self._runs)
+        per_worker = [self._clients_for(clients, i) for i in range(len(self._actors))]
         in_flight: dict[Any, int] = {}
 
         def submit(worker: int) -> None:
             if tasks:
-                in_flight[actors[worker].run.remote(tasks.popleft())] = worker
+                ref = self._actors[worker].run.remote(
+                    key, boxed, per_worker[worker], tasks.popleft(), concurrency
+                )
+                in_flight[ref] = worker
 
-        for worker in range(count):
+        for worker in range(len(self._actors)):
             for _ in range(1 + _QUEUED_PER_WORKER):
                 submit(worker)
         while in_flight:
