@@ -34,7 +34,7 @@ from download_fixtures import (
 from ambitab_gym.cli import main
 from ambitab_gym.convert import BuildOptions, build_corpus
 from ambitab_gym.corpora.corpus import load_corpus
-from ambitab_gym.download import DownloadError, fetch
+from ambitab_gym.download import DownloadError, DownloadOptions, download, fetch
 from ambitab_gym.download.fetch import http_client
 from ambitab_gym.download.sources import AMBIQT_COMMIT, get_source
 
@@ -200,6 +200,7 @@ def test_a_truncated_transfer_installs_nothing_and_the_next_run_resumes(
     assert second["range"] == f"bytes={cut}-"
     assert (second["status"], second["sent"]) == (206, len(data) - cut)
     assert f"resumed at byte {cut}" in err
+    assert f"bird-dev: {len(data) / 1000:.1f} kB of {len(data) / 1000:.1f} kB (100%)" in err
     # the resumed bytes are exactly the served file
     assert json.loads((up / "checksums.json").read_text())["bird-dev"]["sha256"] == sha(data)
     assert (up / "bird-dev" / "dev.json").read_bytes() == (BIRD / "dev" / "dev.json").read_bytes()
@@ -396,6 +397,21 @@ def test_a_password_protected_archive_is_refused(capsys, data_home, tmp_path):
     status, out, err = run(capsys, "ambrosia", "--file", str(archive))
     assert status == 1 and "password-protected" in err and "--file" in err
     assert not (data_home / "upstream" / "ambrosia").exists()
+
+
+@needs_samples
+def test_progress_lines_where_no_bar_is_drawn(data_home, server):
+    served = serve_spider(server)
+    lines: list[str] = []
+    options = DownloadOptions(
+        url_base=server.base, sha256=sha(served), build=False, progress_every=0.0
+    )
+    download("spider", options, notify=lines.append)
+    progress = [line for line in lines if line.startswith("spider: ") and line.endswith("%)")]
+    assert len(progress) >= 2
+    done = [float(line.split()[1]) for line in progress]
+    assert done == sorted(done)
+    assert progress[-1].endswith("(100%)") and f"{len(served) / 1000:.1f} kB of" in progress[-1]
 
 
 def test_a_server_that_ignores_range_is_read_from_the_start(tmp_path, server):

@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,6 +167,8 @@ def fetch(
     label: str | None = None,
     accept_html: bool = False,
     expected_from: str = "expected",
+    report: Callable[[int, int | None], None] | None = None,
+    report_every: float = 30.0,
 ) -> FetchResult:
     """Download ``url`` to ``dest``, resuming ``dest + ".part"`` when a partial file is there.
 
@@ -179,6 +183,9 @@ def fetch(
         accept_html: allow an HTML answer (by default an HTML page instead of an archive -
             a login or confirmation page - is an error that keeps nothing).
         expected_from: where ``sha256`` and ``size`` come from, for the error messages.
+        report: called with (bytes so far, total or None) at most every ``report_every``
+            seconds and once at the end: progress as log lines where no bar is drawn (stderr
+            not a terminal).
 
     Raises:
         DownloadError: the server is unreachable, answers with an error or a web page, or the
@@ -229,6 +236,7 @@ def fetch(
             total = total if total is not None else size
             digest = _prefix_digest(part, start) if start else hashlib.sha256()
             received = start
+            last = time.monotonic()
             bar = None
             if show_progress:
                 from tqdm import tqdm
@@ -251,6 +259,9 @@ def fetch(
                         received += len(chunk)
                         if bar is not None:
                             bar.update(len(chunk))
+                        if report is not None and time.monotonic() - last >= report_every:
+                            report(received, total)
+                            last = time.monotonic()
             except httpx.TransportError as error:
                 raise DownloadError(
                     f"transfer of {url} interrupted after {received} of "
@@ -264,6 +275,8 @@ def fetch(
         raise DownloadError(
             f"cannot download {url}: {error.__class__.__name__}: {error}"
         ) from error
+    if report is not None:
+        report(received, total)
     if total is not None and received != total:
         raise DownloadError(
             f"transfer of {url} stopped after {received} of {total} bytes; the partial file "

@@ -124,6 +124,8 @@ class DownloadOptions:
         timeout: seconds to wait for each read from the server.
         revision: another revision (commit, branch or tag) of a Hugging Face source than the
             pinned one; its files are still checked against the Hub's digests.
+        progress_every: without ``show_progress`` (stderr not a terminal), a progress line
+            goes to the notifier at most every this many seconds.
     """
 
     url_base: str | None = None
@@ -138,6 +140,7 @@ class DownloadOptions:
     seed: int = 0
     timeout: float = 60.0
     revision: str | None = None
+    progress_every: float = 30.0
 
     def mirror(self) -> str | None:
         base = self.url_base if self.url_base is not None else os.environ.get(URL_BASE_ENV)
@@ -398,6 +401,35 @@ def _install_tree(source_path: Path, artifact: Artifact, up: Path, record: dict[
 # -- artifacts ------------------------------------------------------------------------------------
 
 
+def _human(size: float) -> str:
+    """A byte count for people.
+
+    >>> _human(999), _human(1_536_000), _human(33.4e9)
+    ('999 B', '1.5 MB', '33.4 GB')
+    """
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} TB"  # pragma: no cover
+
+
+def _progress_lines(
+    name: str, options: DownloadOptions, notify: Notify
+) -> Callable[[int, int | None], None] | None:
+    """Progress as notifier lines, where no tqdm bar is drawn."""
+    if options.show_progress:
+        return None
+
+    def report(done: int, total: int | None) -> None:
+        if total:
+            notify(f"{name}: {_human(done)} of {_human(total)} ({100 * done / total:.0f}%)")
+        else:
+            notify(f"{name}: {_human(done)}")
+
+    return report
+
+
 def _install_archive(
     artifact: Artifact,
     options: DownloadOptions,
@@ -438,6 +470,8 @@ def _install_archive(
             show_progress=options.show_progress,
             label=artifact.name,
             expected_from=_ORIGINS[how],
+            report=_progress_lines(artifact.name, options, notify),
+            report_every=options.progress_every,
         )
         path, actual, resumed = result.path, result.sha256, result.resumed_from
         if resumed:
