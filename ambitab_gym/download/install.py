@@ -502,6 +502,8 @@ def _install_archive(
         notify(f"{artifact.name}: SHA-256 matches the one recorded at the first download")
     if local is None and not options.keep_archive:
         path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # only when empty
+            downloads.rmdir()
     return InstalledArtifact(artifact.name, str(target), actual, how, resumed)
 
 
