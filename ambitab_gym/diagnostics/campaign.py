@@ -205,6 +205,7 @@ def run_leakage(
     resamples: int = defaults.BOOTSTRAP_RESAMPLES,
     bootstrap_seed: int = defaults.BOOTSTRAP_SEED,
     executor: Any = None,
+    corpus: Corpus | None = None,
 ) -> LeakageReport:
     """Run (or resume) a leakage campaign and return its report.
 
@@ -219,6 +220,9 @@ def run_leakage(
         bootstrap_seed: the bootstrap's seed.
         executor: where the episodes run (:func:`~ambitab_gym.evaluation.engine.run_plan`);
             None: this process.
+        corpus: the campaign's corpus already loaded, e.g. ``load_corpus(config.corpus,
+            engine_override="postgres", options={"dsn": ...})`` to verify on one PostgreSQL
+            server (each Ray worker opens its own pool to it); None: ``load_corpus(config.corpus)``.
 
     Example:
         >>> import tempfile, os
@@ -233,7 +237,7 @@ def run_leakage(
         check_stored_sampling(config.llm.get("sampling"), llm_client)
     except ValueError as error:
         raise ConfigurationError(str(error)) from None
-    corpus = load_corpus(config.corpus)
+    corpus = corpus if corpus is not None else load_corpus(config.corpus)
     records = corpus.split(config.split)
     if config.limit is not None:
         records = records[: config.limit]

@@ -125,6 +125,7 @@ def run_campaign(
     progress: bool = True,
     oracle_options: dict | None = None,
     executor: Any = None,
+    corpus: Corpus | None = None,
 ) -> Summary:
     """Run (or resume) a campaign and return its summary.
 
@@ -137,6 +138,9 @@ def run_campaign(
         oracle_options: extra options for the oracle factory (LLM access policy, ...).
         executor: where the episodes run (:func:`~ambitab_gym.evaluation.engine.run_plan`);
             None: this process.
+        corpus: the campaign's corpus already loaded, e.g. ``load_corpus(config.corpus,
+            engine_override="postgres", options={"dsn": ...})`` to verify on one PostgreSQL
+            server (each Ray worker opens its own pool to it); None: ``load_corpus(config.corpus)``.
 
     Example:
         >>> import tempfile, os
@@ -150,7 +154,7 @@ def run_campaign(
         check_stored_sampling(config.llm.get("sampling"), llm_client)
     except ValueError as error:
         raise ConfigurationError(str(error)) from None
-    corpus = load_corpus(config.corpus)
+    corpus = corpus if corpus is not None else load_corpus(config.corpus)
     records = corpus.split(config.split)
     if config.limit is not None:
         records = records[: config.limit]
