@@ -9,7 +9,8 @@
 * Every wrapper (and a leakage stack, and the chat adapter) pickles mid-episode; the copy
   continues exactly as the original does.
 * SQLite and DuckDB engines pickle by path and limits and answer the same queries; a
-  PostgreSQL engine pickles by its connection settings, never a connection.
+  PostgreSQL engine pickles by its connection settings, never a connection: an env verifying
+  on a real PostgreSQL server, pickled, verifies alike over server sessions of its own.
 * A pickled env runs in a freshly spawned process and returns the rewards the local env gives.
 """
 
@@ -21,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import gymnasium as gym
 import pytest
+from postgres_cluster import postgres_cluster  # noqa: F401  (the fixture)
 
 import ambitab_gym  # noqa: F401  (registers the env ids)
 from ambitab_gym import registry
@@ -34,8 +36,9 @@ from ambitab_gym.policies.scripted import FullAsker
 from ambitab_gym.testing.llm_server import ROLE_MARKERS, ScriptedServer, ScriptRule, role_rules
 from ambitab_gym.verify import Limits
 from ambitab_gym.verify.duckdb import DuckDBEngine, build_duckdb
-from ambitab_gym.verify.postgres import PostgresEngine
+from ambitab_gym.verify.postgres import PostgresEngine, load_corpus_databases
 from ambitab_gym.verify.sqlite import SQLiteEngine
+from ambitab_gym.verify.verifier import is_write_task
 from ambitab_gym.wrappers import (
     AdversarialProbe,
     ChatMessages,
@@ -254,3 +257,26 @@ def test_an_llm_client_copy_keeps_settings_and_counts_its_own_calls():
         assert server.stats()["requests"] == 2
         client.close()
         copy.close()
+
+
+def test_an_env_verifying_on_postgres_pickles_and_opens_its_own_pool(postgres_cluster):  # noqa: F811
+    reader_dsn = load_corpus_databases(load_corpus("bird_interact"), postgres_cluster.dsn())
+    corpus = load_corpus("bird_interact", engine_override="postgres", options={"dsn": reader_dsn})
+    solver = registry.create("solver", "interpretation", corpus=corpus)
+    env = AmbiTabEnv(corpus, solver=solver)
+    record_ids = [r.id for r in corpus.records if not is_write_task(r)][:3]
+    before = [_full_episode(env, rid) for rid in record_ids]
+    assert {reason for _, reason, _ in before} == {"match"}
+    (engine,) = env.verifier._engines.values()
+    assert isinstance(engine, PostgresEngine) and engine._pool._idle  # live connections
+
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.verifier._engines == {}
+    assert [_full_episode(copy, rid) for rid in record_ids] == before
+    (copied,) = copy.verifier._engines.values()
+    assert copied is not engine and copied._params == engine._params
+    mine = {c.info.backend_pid for c in engine._pool._idle}
+    theirs = {c.info.backend_pid for c in copied._pool._idle}
+    assert theirs and not mine & theirs  # its own server sessions
+    env.close()
+    copy.close()
