@@ -142,3 +142,107 @@ def test_trl_grpo_run_on_cpu_rewards_come_from_the_env(tmp_path, monkeypatch):
     changed = any(not torch.equal(a, b) for a, b in zip(before, trainer.model.parameters(), strict=True))
     contrast = any(h["frac_reward_zero_std"] < 1.0 for h in steps)
     assert changed == contrast  # an update happens exactly when a group's rewards differ
+
+
+# -- verifiers 0.4 (verifiers.v1): Taskset + Env, episodes through Env.run_episode -------------
+
+VERIFIERS_EPISODES = [
+    ("bird-0040", ['What do you mean by "overdue"?', STOP]),  # productive, then stop: 1
+    ("bird-0040", [STOP]),  # stops at once on an ambiguous request: 0
+    ("bird-0049", [STOP]),  # no ambiguity, abstains: 1
+    ("bird-0049", ["Which books?"]),  # no ambiguity, asks: 0
+    ("bird-0040", ["Please elaborate."] * 8),  # unproductive until the budget ends it: 0
+    ("bird-0040", ['What do you mean by "overdue"?']),  # the model stops replying: ends as a stop
+]
+
+
+@pytest.fixture(scope="module")
+def verifiers_env():
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[1] / "examples")
+    sys.path.insert(0, examples)
+    try:
+        from ambitab_gym.integrations.verifiers import load_environment
+
+        yield load_environment(ENV_ID, split="dev")
+    finally:
+        sys.path.remove(examples)
+        sys.modules.pop("ambitab_verifiers", None)
+
+
+def _scripted_agents(vf, config, replies, completed, received):
+    """verifiers ``Agents`` whose asker replies from a script (the model side of the run)."""
+    import contextlib
+
+    class Interaction:
+        def __init__(self, trace):
+            self.trace = trace
+            self.replies = iter(replies)
+
+        async def turn(self, message=None):
+            received.append(message)
+            reply = next(self.replies, None)
+            if reply is None:  # the model has nothing more to say: the run ends
+                return vf.Segment(messages=[], terminated=True)
+            return vf.Segment(messages=[vf.AssistantMessage(content=reply)])
+
+    class Agent:
+        def __init__(self, name, spec):
+            self.name, self.spec = name, spec
+
+        @contextlib.asynccontextmanager
+        async def interaction(self, task):
+            trace = vf.Trace(
+                task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key),
+                agent=vf.AgentInfo(config=self.spec, name=self.name),
+            )
+            yield Interaction(trace)
+            trace.ok = True
+            completed.append(trace)
+
+    return vf.Agents(config, Agent)
+
+
+def test_verifiers_plugin_resolves_to_the_adapter(verifiers_env):
+    import verifiers.v1 as vf
+    from verifiers.v1.utils.loaders import environment_class, taskset_class
+
+    from ambitab_gym.integrations import verifiers as adapter
+
+    assert isinstance(verifiers_env, vf.Env) and isinstance(verifiers_env.taskset, vf.Taskset)
+    assert environment_class(adapter.TASKSET_ID) is adapter.AmbiTabVerifiersEnv
+    assert taskset_class(adapter.TASKSET_ID) is adapter.AmbiTabTaskset
+    tasks = list(verifiers_env.taskset)
+    assert len(tasks) == 21 and [t.data.idx for t in tasks] == list(range(21))
+    task = tasks[0]
+    assert task.data.prompt[0].role == "system" and task.data.info["record_id"] == "bird-0040"
+    assert "Which books are overdue?" in task.data.prompt_text
+
+
+@pytest.mark.parametrize(("record_id", "replies"), VERIFIERS_EPISODES)
+def test_verifiers_episode_rewards_equal_raw(verifiers_env, record_id, replies):
+    import asyncio
+
+    import verifiers.v1 as vf
+
+    env = verifiers_env
+    task = next(t for t in env.taskset if t.data.info["record_id"] == record_id)
+    received: list = []
+    # verifiers' own Env.run_episode (setup, run, finalize, verdict); only the agents, which
+    # would run a model through a harness program, are scripted
+    env._episode_agents = lambda ctx, traces, on_trace, on_discard: _scripted_agents(
+        vf, env.config, replies, traces, received
+    )
+    try:
+        episode = asyncio.run(env.run_episode(task, None))
+    finally:
+        del env._episode_agents
+    assert episode.ok and not episode.errors
+    (trace,) = episode.traces
+    actions = replies[: len(received)]  # the replies the model gave
+    expected, dialogue = _raw(record_id, actions, split="dev")
+    assert trace.rewards["question_f1"].score == expected
+    assert received[0] is None  # the task's prompt speaks first
+    assert received[1:] == [answer for _, answer in dialogue][: len(received) - 1]

@@ -1,35 +1,234 @@
-"""verifiers adapter: AmbiTab as a ``MultiTurnEnv``-style environment.
+"""verifiers adapter: AmbiTab as a verifiers environment (verifiers >= 0.4, ``verifiers.v1``).
 
-The protocol follows ``verifiers/envs/multiturn_env.py`` of verifiers 0.1.x: ``async
-setup_state(state)``, ``async env_response(messages, state, **kwargs) -> Messages``, stop
-conditions ``async (state) -> bool`` decorated with ``vf.stop``, termination signalled by
-``state["final_env_response"]``, and rubric reward functions ``async (state, **kwargs)``.
-(verifiers 0.4 replaced this API with ``verifiers.v1``; these methods still describe one
-rollout step by step and port directly.)
+verifiers 0.4 composes an environment from a *taskset* (config in, typed tasks out) and an
+``Env`` whose ``async run(task, agents)`` is the episode's control flow: it opens an
+``agents.<role>.interaction(task)``, takes the model's replies with ``await interaction.turn()``
+and answers them as the run's user, and records rewards on ``interaction.trace`` (the pattern of
+verifiers' own TextArena taskset, "the game engine playing the user"). Here the AmbiTab env is
+the user: each reply is the asker's action, the env's messages are the next user turn, and the
+episode's reward is recorded as ``question_f1`` (or the env's ``reward=`` choice) once asking ends.
 
-* :class:`AmbiTabProtocol` - the protocol methods, with no dependency on verifiers; each rollout
-  keeps its episode in ``state["ambitab"]``. The record comes from ``state["info"]["record_id"]``.
-* :func:`verifiers_dataset` - rows with ``prompt`` and ``info.record_id`` (the dataset columns
-  verifiers reads).
-* :func:`load_environment` - the ``vf.MultiTurnEnv`` subclass with dataset and rubric, for
-  verifiers 0.1.x installs (``vf-eval``/``prime`` load environments through this function).
+* :class:`AmbiTabTaskset`, :class:`AmbiTabTasksetConfig`, :class:`AmbiTabTask`,
+  :class:`AmbiTabData` - one task per record: ``prompt`` is the opening transcript (the
+  system message with the task), ``info`` holds ``record_id``.
+* :class:`AmbiTabVerifiersEnv`, :class:`AmbiTabEnvConfig` - the ``vf.Env`` (agent role
+  ``asker``).
+* :func:`load_environment` - the env for an AmbiTab id and split. verifiers resolves taskset ids
+  to top-level modules: the plugin id :data:`TASKSET_ID` is ``examples/ambitab_verifiers.py``,
+  which re-exports these classes.
+* :func:`play_episode` - the episode loop on any object with an ``async turn()`` returning
+  ``Segment``-like replies (``last_reply``, ``terminated``); ``AmbiTabVerifiersEnv.run`` uses it.
+* :class:`AmbiTabProtocol` and :func:`verifiers_dataset` - the step-by-step protocol of
+  verifiers 0.1.x's ``MultiTurnEnv`` (``setup_state``/``env_response``/stop condition/rubric
+  function), with no dependency on verifiers, for rollout loops of that shape.
+
+The verifiers classes are built on first use (importing ``verifiers.v1`` takes seconds), so
+this module imports without verifiers installed.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from ambitab_gym.integrations.common import ChatSession, WrapperSpec
 
-__all__ = ["AmbiTabProtocol", "load_environment", "verifiers_dataset"]
+__all__ = [
+    "TASKSET_ID",
+    "AmbiTabData",  # noqa: F822 - built on first use (module __getattr__)
+    "AmbiTabEnvConfig",  # noqa: F822 - built on first use (module __getattr__)
+    "AmbiTabProtocol",
+    "AmbiTabTask",  # noqa: F822 - built on first use (module __getattr__)
+    "AmbiTabTaskset",  # noqa: F822 - built on first use (module __getattr__)
+    "AmbiTabTasksetConfig",  # noqa: F822 - built on first use (module __getattr__)
+    "AmbiTabVerifiersEnv",  # noqa: F822 - built on first use (module __getattr__)
+    "load_environment",
+    "play_episode",
+    "verifiers_dataset",
+]
 
 State = dict[str, Any]
 Messages = list[dict[str, Any]]
 
+#: The verifiers plugin id of the AmbiTab taskset and env: verifiers imports a taskset id as a
+#: top-level module, so the id names ``examples/ambitab_verifiers.py`` (a module that re-exports
+#: :class:`AmbiTabTaskset` and :class:`AmbiTabVerifiersEnv`; put its folder on the path).
+TASKSET_ID = "ambitab_verifiers"
+
+_LAZY = (
+    "AmbiTabData",
+    "AmbiTabEnvConfig",
+    "AmbiTabTask",
+    "AmbiTabTaskset",
+    "AmbiTabTasksetConfig",
+    "AmbiTabVerifiersEnv",
+)
+
+
+async def play_episode(session: ChatSession, interaction: Any) -> float:
+    """Play one started AmbiTab episode through a verifiers-style ``interaction``.
+
+    The task's prompt speaks first, so the first turn is a bare ``turn()``; every reply
+    (``segment.last_reply``) is the asker's action and the env's new messages are the next
+    user turn, until the episode ends or the interaction terminates (an unanswered episode
+    then ends as a stop, as when a model stops replying).
+
+    Returns:
+        the episode's reward (the raw env's, summed over steps).
+
+    >>> import asyncio
+    >>> from types import SimpleNamespace
+    >>> class Scripted:
+    ...     def __init__(self, replies):
+    ...         self.replies = iter(replies)
+    ...     async def turn(self, message=None):
+    ...         return SimpleNamespace(last_reply=next(self.replies), terminated=False)
+    >>> session = ChatSession("AmbiTab-Bird-v0")
+    >>> _ = session.start(record_id="bird-0014")
+    >>> asyncio.run(play_episode(session, Scripted(['What is "recently"?', "<STOP>"])))
+    1.0
+    """
+    from ambitab_gym.actions import STOP
+
+    segment = await interaction.turn()
+    while not session.done:
+        if segment.terminated:
+            session.step(STOP)
+            break
+        added, _, done, _ = session.step(segment.last_reply)
+        if done:
+            break
+        segment = await interaction.turn("\n\n".join(m["content"] for m in added))
+    return session.reward
+
+
+@functools.cache
+def _verifiers_classes() -> dict[str, type]:
+    try:
+        import verifiers.v1 as vf
+    except ImportError as error:
+        raise ImportError(
+            "the verifiers environment needs verifiers >= 0.4: pip install 'ambitab-gym[verifiers]'"
+        ) from error
+
+    class AmbiTabTasksetConfig(vf.TasksetConfig):
+        """Which AmbiTab records the taskset serves, and how their env is built."""
+
+        id: str = TASKSET_ID
+        env_id: str = "AmbiTab-Bird-v0"
+        split: str | None = "train"
+        env_kwargs: dict[str, Any] = {}
+        prompt: str | None = None
+        wrappers: list[str] = []
+
+        def session(self) -> ChatSession:
+            """A chat session over this config's env."""
+            return ChatSession(
+                self.env_id,
+                env_kwargs={**self.env_kwargs, "split": self.split},
+                prompt=self.prompt,
+                wrappers=list(self.wrappers),
+            )
+
+    class AmbiTabData(vf.TaskData):
+        info: dict[str, Any] = {}
+        """``record_id``: the record the env replays."""
+
+    class AmbiTabTask(vf.Task[AmbiTabData, vf.State, vf.TaskConfig]):
+        pass
+
+    class AmbiTabTaskset(vf.Taskset[AmbiTabTask, AmbiTabTasksetConfig]):
+        """One task per record; the prompt is the opening transcript of the agent's view."""
+
+        def load(self):
+            session = self.config.session()
+            try:
+                for record_id in session.record_ids:
+                    opening = session.start(record_id=record_id)
+                    yield AmbiTabTask(
+                        AmbiTabData(
+                            id=record_id,
+                            name=record_id,
+                            prompt=opening,
+                            info={"record_id": record_id},
+                        ),
+                        self.config.task,
+                    )
+            finally:
+                session.close()
+
+    class AmbiTabEnvConfig(vf.EnvConfig):
+        asker: vf.AgentConfig = vf.AgentConfig()
+        reward_name: str = "question_f1"
+        """The name the env's reward is recorded under on the asker's trace."""
+
+    class AmbiTabVerifiersEnv(vf.Env[AmbiTabEnvConfig]):
+        """The AmbiTab env as the user of the asker's interaction (host-side, in scope)."""
+
+        async def run(self, task, agents):
+            config = self.taskset.config
+            session = config.session()
+            try:
+                session.start(record_id=task.data.info["record_id"])
+                async with agents.asker.interaction(task) as interaction:
+                    reward = await play_episode(session, interaction)
+                trace = interaction.trace
+                trace.record_reward(self.config.reward_name, reward, 1.0)
+                trace.info["ambitab"] = {
+                    key: session.info[key]
+                    for key in ("questions_asked", "stop_reason")
+                    if key in session.info
+                }
+            finally:
+                session.close()
+
+    classes = {
+        "AmbiTabData": AmbiTabData,
+        "AmbiTabEnvConfig": AmbiTabEnvConfig,
+        "AmbiTabTask": AmbiTabTask,
+        "AmbiTabTaskset": AmbiTabTaskset,
+        "AmbiTabTasksetConfig": AmbiTabTasksetConfig,
+        "AmbiTabVerifiersEnv": AmbiTabVerifiersEnv,
+    }
+    for name, cls in classes.items():
+        cls.__module__ = __name__
+        cls.__qualname__ = name
+    return classes
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return _verifiers_classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_environment(
+    env_id: str = "AmbiTab-Bird-v0",
+    *,
+    split: str | None = "train",
+    prompt: str | None = None,
+    wrappers: Sequence[str] = (),
+    **env_kwargs: Any,
+) -> Any:
+    """An :class:`AmbiTabVerifiersEnv` over an AmbiTab corpus (needs verifiers >= 0.4).
+
+    Args:
+        env_id: a registered AmbiTab id.
+        split: the records to serve.
+        prompt: a system-message template (see :class:`~ambitab_gym.wrappers.ChatMessages`).
+        wrappers: ``"module:callable"`` wrappers below the chat layer, innermost first.
+        **env_kwargs: further env options (``mode``, ``reward``, ...).
+    """
+    classes = _verifiers_classes()
+    taskset = classes["AmbiTabTasksetConfig"](
+        env_id=env_id, split=split, prompt=prompt, wrappers=list(wrappers), env_kwargs=env_kwargs
+    )
+    return classes["AmbiTabVerifiersEnv"](classes["AmbiTabEnvConfig"](taskset=taskset))
+
 
 class AmbiTabProtocol:
-    """``MultiTurnEnv`` protocol methods over AmbiTab episodes (one env per rollout state).
+    """verifiers 0.1.x ``MultiTurnEnv`` protocol methods over AmbiTab episodes (one env per state).
 
     Args:
         env_id: a registered AmbiTab id.
@@ -129,49 +328,3 @@ def verifiers_dataset(
         ]
     finally:
         session.close()
-
-
-def load_environment(
-    env_id: str = "AmbiTab-Bird-v0",
-    *,
-    split: str | None = "train",
-    wrappers: Sequence[WrapperSpec] = (),
-    **env_kwargs: Any,
-) -> Any:
-    """A verifiers 0.1.x ``MultiTurnEnv`` over an AmbiTab corpus (needs verifiers and datasets).
-
-    Args:
-        env_id: a registered AmbiTab id.
-        split: the records to serve.
-        wrappers: wrappers below the chat layer, innermost first.
-        **env_kwargs: further env options.
-    """
-    try:
-        import verifiers as vf
-        from datasets import Dataset
-    except ImportError as error:
-        raise ImportError(
-            "load_environment needs verifiers 0.1.x and datasets: "
-            'pip install "verifiers<0.2" datasets'
-        ) from error
-    if not hasattr(vf, "MultiTurnEnv") or not hasattr(vf, "stop"):
-        raise ImportError(
-            "this verifiers has no MultiTurnEnv/vf.stop (verifiers >= 0.2 moved to verifiers.v1);"
-            " install verifiers<0.2 or drive AmbiTabProtocol from your own rollout loop"
-        )
-    options = {**env_kwargs, "split": split}
-
-    class AmbiTabVerifiersEnv(AmbiTabProtocol, vf.MultiTurnEnv):
-        @vf.stop
-        async def episode_over(self, state: State, **kwargs: Any) -> bool:
-            return await AmbiTabProtocol.episode_over(self, state, **kwargs)
-
-    protocol = AmbiTabProtocol(env_id, env_kwargs=options, wrappers=wrappers)
-    rubric = vf.Rubric(funcs=[protocol.question_f1], weights=[1.0])
-    return AmbiTabVerifiersEnv(
-        env_id,
-        env_kwargs=options,
-        wrappers=wrappers,
-        dataset=Dataset.from_list(verifiers_dataset(env_id, wrappers=wrappers, **options)),
-        rubric=rubric,
-    )
