@@ -259,3 +259,13 @@ def test_the_cli_runs_a_campaign_on_ray(shared, tmp_path, capsys):
         summary.pop("results")
     assert outputs["ray"] == outputs["local"]
     assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "local.duckdb")
+
+
+def test_only_the_campaign_client_moves_to_each_worker_server():
+    executor = RayExecutor(llm_urls=["http://gpu1:8000", "http://gpu2:8000/v1"])
+    campaign = LLMClient("http://gpu1:8000/v1", "m", temperature=0.2)
+    oracle = LLMClient("http://oracle:9000/v1", "judge")  # a separate oracle server
+    first, second = (executor._clients_for([oracle, campaign], i) for i in (0, 1))
+    assert [c.base_url for c in first] == ["http://oracle:9000/v1", "http://gpu1:8000/v1"]
+    assert [c.base_url for c in second] == ["http://oracle:9000/v1", "http://gpu2:8000/v1"]
+    assert first[0] is oracle and second[1].params == campaign.params

@@ -166,9 +166,10 @@ class RayExecutor:
         workers: Ray actors, each running ``concurrency`` episodes in flight; None: one per
             CPU of the cluster.
         chunk: records per work unit; None: ``max(8, 2 * concurrency)``.
-        llm_urls: servers serving the campaign's model: worker ``i`` sends the requests of the
-            campaign's LLM client to ``llm_urls[i % len(llm_urls)]`` (clients of other servers,
-            e.g. a separate oracle server, are kept as they are). Empty: the client's own URL.
+        llm_urls: servers serving the campaign's model, its LLM client's own URL first:
+            worker ``i`` sends the requests of every client of ``llm_urls[0]`` to
+            ``llm_urls[i % len(llm_urls)]`` (clients of other servers, e.g. a separate oracle
+            server, are kept as they are). Empty: each client's own URL.
         max_restarts: times a dead worker process is restarted (its unit re-run).
         worker_cpus: the CPUs Ray reserves for each worker.
         init_options: further ``ray.init`` keyword arguments (``num_cpus``, ...).
@@ -209,9 +210,11 @@ class RayExecutor:
         return self.chunk or max(8, 2 * concurrency)
 
     def _clients_for(self, clients: list[LLMClient], worker: int) -> list[LLMClient]:
-        if not self.llm_urls:
+        if not self.llm_urls or not clients:
             return clients
-        primary = clients[0].base_url if clients else None
+        # the campaign's client is the one on the first listed server (URLs compared the way
+        # the client normalizes them)
+        primary = clients[0].on_server(self.llm_urls[0]).base_url
         url = self.llm_urls[worker % len(self.llm_urls)]
         return [c.on_server(url) if c.base_url == primary else c for c in clients]
 
