@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,8 @@ from ambitab_gym.env import AmbiTabEnv
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.generate.corpus import ProceduralCorpus
 from ambitab_gym.generate.families import FAMILIES
-from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
+from ambitab_gym.generate.prefetch import TaskPrefetcher, task_seed
+from ambitab_gym.generate.tasks import DatabasePool, GeneratedTask, GeneratorConfig, TaskGenerator
 from ambitab_gym.oracles import deterministic_oracle
 from ambitab_gym.policies.interpretation import InterpretationSolver
 from ambitab_gym.records import TaskRecord
@@ -39,7 +41,10 @@ class ProceduralEnv(AmbiTabEnv):
 
     ``reset(seed=s)`` draws the task from the env's RNG, so the same seed gives the same
     task (and the same hidden reading); ``options={"record_id": ...}`` replays a record of
-    one of the last ``keep`` AVTs.
+    one of the last ``keep`` AVTs. The tasks form a stream: a seeded reset (or the first
+    reset) draws a stream seed from the env's RNG, and the k-th task after it is
+    ``generate(task_seed(stream, k))`` (:func:`~ambitab_gym.generate.prefetch.task_seed`); the
+    env's RNG then picks the episode's record among the task's readings.
 
     Args:
         ambiguities: inclusive range of m (0..5).
@@ -54,6 +59,14 @@ class ProceduralEnv(AmbiTabEnv):
         pool: a :class:`~ambitab_gym.generate.tasks.DatabasePool` shared by the envs of a
             vector env, so that each database is built once (a database depends only on its
             name and ``database_seed``, so sharing never changes a task).
+        prefetch: worker processes that generate the next tasks ahead of the training loop
+            (:class:`~ambitab_gym.generate.prefetch.TaskPrefetcher`; 0, the default, generates
+            in the env's process). The tasks are the same as without prefetching; the workers
+            end with ``env.close()``. Not inside a daemonic process (a ``SubprocVecEnv``
+            worker): there, the env's process already runs beside the trainer.
+        prefetch_depth: tasks each worker holds ready.
+        prefetch_context: the workers' multiprocessing start method (default: the platform's,
+            ``fork`` on Linux; ``spawn`` needs the script's ``__main__`` guard).
         solver: any solver, or ``"interpretation"`` for :class:`ProceduralInterpretationSolver`
             (implies ``mode="solver"``).
         **kwargs: every other :class:`AmbiTabEnv` argument (``oracle``, ``solver``, ``mode``,
@@ -85,6 +98,9 @@ class ProceduralEnv(AmbiTabEnv):
         oracle_kind: str = "intent",
         keep: int = 64,
         pool: DatabasePool | None = None,
+        prefetch: int = 0,
+        prefetch_depth: int = 16,
+        prefetch_context: str | None = None,
         **kwargs: Any,
     ) -> None:
         for name in ("corpus", "split", "record_ids", "engine", "engine_options"):
@@ -111,6 +127,15 @@ class ProceduralEnv(AmbiTabEnv):
             kwargs["solver"] = ProceduralInterpretationSolver(corpus)
         self._own_oracle = kwargs.get("oracle") is None
         self._resets = 0
+        self._stream: int | None = None  # the task stream's seed (drawn at the first draw)
+        self._next_task = 0
+        #: seconds the env waited for tasks (generating them, or blocked on the prefetcher)
+        self.wait_seconds = 0.0
+        self.prefetcher = (
+            TaskPrefetcher(workers=int(prefetch), depth=prefetch_depth, context=prefetch_context)
+            if prefetch
+            else None
+        )
         super().__init__(corpus, **kwargs)
         self.corpus: ProceduralCorpus
         budget = MAX_AMBIGUITIES + self.budget_slack - 1
@@ -129,23 +154,34 @@ class ProceduralEnv(AmbiTabEnv):
         fixed = sorted({"oracle", "corpus"} & set(overrides))
         if fixed:
             raise ConfigurationError(f"{fixed} cannot change after the env is made")
-        return self.generator.configure(**overrides)
+        config = self.generator.configure(**overrides)
+        if self.prefetcher is not None and self._stream is not None:
+            # what the workers generated under the old config is discarded
+            self.prefetcher.start(config, stream=self._stream, index=self._next_task)
+        return config
 
     def generation_stats(self) -> dict[str, float]:
-        """Tasks generated so far and the elapsed and CPU seconds spent generating them (the
-        generator's share of a training run: ``envs.env_method("generation_stats")`` on a
-        vector env)."""
+        """Tasks generated in this process so far and the elapsed and CPU seconds spent
+        generating them, tasks received from prefetching workers, and ``wait_seconds``: the
+        time resets waited for a task (generating it in-process, or blocked on the
+        prefetcher) - the generator's share of a training run
+        (``envs.env_method("generation_stats")`` on a vector env)."""
         generator = self.generator
+        prefetcher = self.prefetcher
         return {
             "tasks": generator.generated,
             "seconds": generator.seconds,
             "cpu_seconds": generator.cpu_seconds,
+            "prefetched": prefetcher.tasks if prefetcher is not None else 0,
+            "wait_seconds": self.wait_seconds,
         }
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         self._resets += 1
+        if seed is not None:
+            self._stream = None  # a new stream, drawn from the reseeded RNG
         if self._resets % _REFRESH_EVERY == 0:
             # the oracle's matchers and the verifier cache per record id; records here are
             # never seen again, so start afresh instead of growing without bound
@@ -165,9 +201,32 @@ class ProceduralEnv(AmbiTabEnv):
                 raise ValueError(
                     f"record {record_id!r} is not among the last {self.corpus.keep} generated AVTs"
                 ) from None
-        task = self.generator.generate(self.np_random)
+        tick = time.perf_counter()
+        if self._stream is None:
+            self._stream, self._next_task = int(self.np_random.integers(2**63)), 0
+            if self.prefetcher is not None:
+                self.prefetcher.start(self.generator.config, stream=self._stream)
+        if self.prefetcher is not None:
+            item = self.prefetcher.get()
+            first = item.records[0]
+            task = GeneratedTask(
+                first.avt_id,
+                item.records,
+                self.generator.database_by_name(first.spec.database),
+                item.seed,
+            )
+        else:
+            task = self.generator.generate(task_seed(self._stream, self._next_task))
+        self._next_task += 1
         records = self.corpus.add(task)
+        self.wait_seconds += time.perf_counter() - tick
         return records[int(self.np_random.integers(len(records)))]
+
+    def close(self) -> None:
+        """Close the env, and stop its prefetching workers."""
+        if self.prefetcher is not None:
+            self.prefetcher.close()
+        super().close()
 
     def _task(self, record: TaskRecord) -> str:
         return render_spec(self.corpus.public_spec(record))  # no per-record cache

@@ -1,0 +1,254 @@
+"""Prefetching: worker processes generate the next tasks while the training loop runs.
+
+* :func:`task_seed` - the seed of the ``index``-th task of a task stream (a pure function, so a
+  worker can draw task 1,000 without drawing the 999 before it).
+* :class:`TaskPrefetcher` - ``workers`` processes, each generating every ``workers``-th task of
+  the stream ahead into its own bounded queue; :meth:`TaskPrefetcher.get` hands them out in
+  stream order, so the sequence of tasks is exactly the in-process one
+  (``TaskGenerator.generate(task_seed(stream, k))`` for k = 0, 1, ...).
+
+A worker is a child process (the platform's default start method: ``fork`` on Linux, which
+needs no ``if __name__ == "__main__"`` guard in the training script; ``spawn`` or ``forkserver``
+can be chosen and need the guard, as every ``multiprocessing`` program does); it holds
+its own :class:`~ambitab_gym.generate.tasks.TaskGenerator` and database pool, and sends only
+records (pickled pydantic models built on the fast path). It ends when :meth:`close` asks, when
+the prefetcher is garbage-collected, or when it sees its parent gone (it polls while its queue
+is full), so no process outlives the env. ``AmbiTab-Procedural-v0`` uses it with
+``prefetch=N`` (``docs/generate.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import queue
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ambitab_gym.errors import AmbiTabError, ConfigurationError
+from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
+from ambitab_gym.records import TaskRecord
+
+__all__ = ["PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
+
+_POLL_S = 0.2  # how often a blocked worker looks for a new command or a dead parent
+_STOP = None
+
+
+class PrefetchError(AmbiTabError, RuntimeError):
+    """A prefetching worker died or could not start.
+
+    >>> PrefetchError("worker 0 exited").category
+    'prefetch'
+    """
+
+    category = "prefetch"
+
+
+def task_seed(stream: int, index: int) -> int:
+    """The task seed of the ``index``-th task of the stream ``stream`` (below 2^63).
+
+    >>> task_seed(7, 0) == task_seed(7, 0), task_seed(7, 0) != task_seed(7, 1)
+    (True, True)
+    """
+    state = np.random.SeedSequence([int(stream), int(index), 0x7A5C]).generate_state(1, np.uint64)
+    return int(state[0]) >> 1
+
+
+@dataclass(frozen=True)
+class PrefetchedTask:
+    """One task as a worker sends it: the stream index, its seed and its records.
+
+    >>> PrefetchedTask(0, 5, ()).seed
+    5
+    """
+
+    index: int
+    seed: int
+    records: tuple[TaskRecord, ...]
+
+
+def _parent_alive() -> bool:
+    parent = multiprocessing.parent_process()
+    return parent is None or parent.is_alive()
+
+
+def _work(control: Any, results: Any, worker: int, workers: int) -> None:
+    """A worker's loop: wait for a job ``(epoch, config, stream, start)``, then generate its
+    share of the stream (indices ``= worker mod workers``) into ``results`` until the next
+    command; ``None`` stops it."""
+    pool = DatabasePool()  # kept across jobs: a database depends only on its key
+    job: tuple[int, TaskGenerator, int] | None = None
+    index = 0
+    while True:
+        try:
+            command = control.get(timeout=_POLL_S) if job is None else control.get_nowait()
+        except queue.Empty:
+            command = ()
+        if command is _STOP:
+            return
+        if command != ():
+            epoch, config, stream, start = command
+            job = (epoch, TaskGenerator(config, pool=pool, validate=False), stream)
+            index = start + (worker - start) % workers
+        if job is None:
+            if not _parent_alive():
+                return
+            continue
+        epoch, generator, stream = job
+        seed = task_seed(stream, index)
+        item: tuple
+        try:
+            task = generator.generate(seed)
+            item = (epoch, PrefetchedTask(index, seed, task.records))
+        except AmbiTabError as error:  # sent on: the env raises it where it asked
+            item = (epoch, error)
+            job = None
+        while True:
+            try:
+                results.put(item, timeout=_POLL_S)
+                break
+            except queue.Full:
+                if not _parent_alive():
+                    return
+                if not control.empty():  # a new job or a stop: this item is stale
+                    break
+        index += workers
+
+
+def _shutdown(processes: list, controls: list, results: list) -> None:
+    for control in controls:
+        with contextlib.suppress(OSError, ValueError):
+            control.put(_STOP)
+    deadline = time.monotonic() + 5.0
+    for process, result in zip(processes, results, strict=True):
+        while process.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty, OSError, ValueError, EOFError):
+                result.get(timeout=0.05)  # unblock a worker waiting on a full queue
+        if process.is_alive():
+            process.terminate()
+        process.join(timeout=5.0)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    for q in (*controls, *results):
+        q.cancel_join_thread()
+        q.close()
+
+
+class TaskPrefetcher:
+    """Generate tasks ahead in ``workers`` processes, handed out in stream order.
+
+    Args:
+        workers: how many worker processes (each generates every ``workers``-th task).
+        depth: tasks each worker may hold ready (its queue's bound).
+        context: the multiprocessing start method (default: the platform's; ``spawn`` and
+            ``forkserver`` need the script's ``if __name__ == "__main__"`` guard).
+
+    :meth:`start` (re)starts the stream - a config, a stream seed and the index of the next
+    task - and discards whatever was generated for an earlier start; :meth:`get` returns the
+    next task. ``wait_seconds`` sums the time :meth:`get` spent blocked (the training loop's
+    wait for a task).
+
+    Example:
+        >>> from ambitab_gym.generate import GeneratorConfig, TaskGenerator
+        >>> config = GeneratorConfig(ambiguities=(1, 1), domains=("retail",))
+        >>> with TaskPrefetcher(workers=1, depth=2) as prefetcher:
+        ...     prefetcher.start(config, stream=11, index=0)
+        ...     task = prefetcher.get()
+        >>> local = TaskGenerator(config, validate=False).generate(task_seed(11, 0))
+        >>> task.index, task.records == local.records, prefetcher.closed
+        (0, True, True)
+    """
+
+    def __init__(self, *, workers: int = 1, depth: int = 16, context: str | None = None) -> None:
+        if workers < 1 or depth < 1:
+            raise ConfigurationError("prefetch needs at least one worker and a depth of 1")
+        if multiprocessing.current_process().daemon:
+            raise ConfigurationError(
+                "prefetching workers cannot start inside a daemonic process (a SubprocVecEnv or "
+                "multiprocessing.Pool worker): prefetch in the main process (sync vector env)"
+            )
+        ctx = multiprocessing.get_context(context)
+        self.workers = int(workers)
+        self.depth = int(depth)
+        self._controls = [ctx.Queue() for _ in range(self.workers)]
+        self._results = [ctx.Queue(maxsize=self.depth) for _ in range(self.workers)]
+        self._processes = [
+            ctx.Process(
+                target=_work,
+                args=(self._controls[w], self._results[w], w, self.workers),
+                name=f"ambitab-prefetch-{w}",
+                daemon=True,
+            )
+            for w in range(self.workers)
+        ]
+        for process in self._processes:
+            process.start()
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self._processes, self._controls, self._results
+        )
+        self._epoch = 0
+        self._next: int | None = None
+        #: seconds :meth:`get` spent blocked, and tasks it returned
+        self.wait_seconds = 0.0
+        self.tasks = 0
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    @property
+    def pids(self) -> list[int]:
+        """The worker processes' ids."""
+        return [p.pid for p in self._processes if p.pid is not None]
+
+    def start(self, config: GeneratorConfig, *, stream: int, index: int = 0) -> None:
+        """Generate the stream ``stream`` under ``config`` from task ``index`` on."""
+        if self.closed:
+            raise PrefetchError("the prefetcher is closed")
+        self._epoch += 1
+        self._next = int(index)
+        for control in self._controls:
+            control.put((self._epoch, config, int(stream), int(index)))
+
+    def get(self) -> PrefetchedTask:
+        """The next task of the stream (blocks until a worker has it)."""
+        if self._next is None:
+            raise PrefetchError("start() the prefetcher first")
+        w = self._next % self.workers
+        tick = time.perf_counter()
+        while True:
+            try:
+                epoch, item = self._results[w].get(timeout=1.0)
+            except queue.Empty:
+                if not self._processes[w].is_alive():
+                    code = self._processes[w].exitcode
+                    self.close()
+                    raise PrefetchError(f"prefetching worker {w} exited (code {code})") from None
+                continue
+            if epoch != self._epoch:
+                continue  # generated for an earlier start
+            if isinstance(item, BaseException):
+                raise item
+            break
+        self.wait_seconds += time.perf_counter() - tick
+        if item.index != self._next:  # pragma: no cover - a broken invariant, not a user error
+            raise PrefetchError(f"expected task {self._next}, got {item.index}")
+        self._next += 1
+        self.tasks += 1
+        return item
+
+    def close(self) -> None:
+        """Stop the workers and wait for them (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> TaskPrefetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
