@@ -6,7 +6,8 @@
   completes with the same episode set, nothing lost, nothing twice.
 * A driver that dies mid-campaign leaves the rows it stored; rerunning resumes with the
   missing episodes only and ends with the local run's set.
-* Several model servers: workers are spread across them (each server gets requests).
+* Several model servers: workers are spread across them (each server gets requests), and
+  the calls the workers made are counted in the campaign's client.
 * Envs, wrappers and adapters are created and played inside a Ray actor.
 * Without ``--executor ray`` nothing imports Ray.
 """
@@ -177,8 +178,10 @@ def test_workers_are_spread_across_model_servers(executor, tmp_path):
             config, tmp_path / "ray.duckdb", progress=False, llm_client=client, executor=executor
         )
         served = first.stats()["requests"], second.stats()["requests"]
+        counted = client.usage.calls  # the workers' calls, reported back per unit
         run_campaign(config, tmp_path / "local.duckdb", progress=False, llm_client=client)
     assert served[0] > 0 and served[1] > 0
+    assert counted == sum(served)
     assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "local.duckdb")
 
 

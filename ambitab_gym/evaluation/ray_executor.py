@@ -22,6 +22,10 @@ actor restart and task retry); its partial rows were never returned, so nothing 
 A driver that dies loses only rows not yet flushed; rerunning the campaign runs the episodes the
 store lacks (:func:`~ambitab_gym.evaluation.engine.pending_units`).
 
+LLM usage. Each unit reports the calls its worker's clients made; the driver adds them to the
+campaign's clients (:meth:`~ambitab_gym.llm.LLMClient.absorb_usage`), so the calls printed per
+role are those of a local run (the calls of a unit lost with a dead worker are not counted).
+
 Ray is imported when a :class:`RayExecutor` runs, never by importing this module, and no other
 module of the package imports this one: without ``--executor ray`` Ray is not loaded.
 """
@@ -29,6 +33,7 @@ module of the package imports this one: without ``--executor ray`` Ray is not lo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import os
 import pickle
@@ -40,6 +45,7 @@ from typing import Any
 from ambitab_gym.errors import AmbiTabError, ConfigurationError, MissingDependency
 from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, run_units
 from ambitab_gym.llm.client import LLMClient
+from ambitab_gym.llm.usage import UsageSummary
 
 __all__ = ["RayExecutor", "RayWorkerError", "dumps_plan", "loads_plan", "work_chunks"]
 
@@ -121,6 +127,23 @@ def loads_plan(data: bytes, clients: Sequence[LLMClient]) -> CampaignPlan:
     return plan
 
 
+def _usage_since(
+    before: dict[str, UsageSummary], after: dict[str, UsageSummary]
+) -> dict[str, UsageSummary]:
+    """Per role, the calls counted in ``after`` but not in ``before``."""
+    delta = {}
+    for role, total in after.items():
+        earlier = before.get(role)
+        if earlier is None:
+            delta[role] = total
+            continue
+        fields = (f.name for f in dataclasses.fields(total))
+        change = UsageSummary(**{n: getattr(total, n) - getattr(earlier, n) for n in fields})
+        if change.calls:
+            delta[role] = change
+    return delta
+
+
 class _Worker:
     """One Ray actor. It keeps the plan it loaded and an event loop for as long as it lives, so
     its LLM connection pools, engines and cached reference results serve unit after unit; a
@@ -130,6 +153,7 @@ class _Worker:
     def __init__(self) -> None:
         self.key: tuple | None = None
         self.plan: CampaignPlan | None = None
+        self.clients: list[LLMClient] = []
         self.loop = asyncio.new_event_loop()
 
     def run(
@@ -139,17 +163,24 @@ class _Worker:
         clients: list[LLMClient],
         units: list[WorkUnit],
         concurrency: int,
-    ) -> tuple[int, list[dict]]:
+    ) -> tuple[int, list[dict], list[dict[str, UsageSummary]]]:
+        """Run one unit; its rows, and each client's LLM usage during it (by client index)."""
         if key != self.key or self.plan is None:
             import ray
 
             # the plan comes boxed so that Ray hands over the reference, fetched only when new
             self.plan, self.key = loads_plan(ray.get(boxed_plan[0]), clients), key
+            self.clients = clients
+        before = [client.usage_by_role for client in self.clients]
         rows: list[dict] = []
         self.loop.run_until_complete(
             run_units(self.plan, units, concurrency=concurrency, on_row=rows.append)
         )
-        return os.getpid(), rows
+        usage = [
+            _usage_since(earlier, client.usage_by_role)
+            for earlier, client in zip(before, self.clients, strict=True)
+        ]
+        return os.getpid(), rows, usage
 
     def pid(self) -> int:
         return os.getpid()
@@ -310,9 +341,11 @@ class RayExecutor:
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
                 worker = in_flight.pop(ref)
-                pid, rows = ray.get(ref)
+                pid, rows, usage = ray.get(ref)
                 self.worker_pids[worker] = pid
                 self.units += 1
+                for client, calls in zip(clients, usage, strict=True):
+                    client.absorb_usage(calls)  # the campaign's totals, as in a local run
                 for row in rows:
                     on_row(row)
                 submit(worker)

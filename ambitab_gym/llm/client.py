@@ -487,6 +487,21 @@ class LLMClient:
         replica.base_url = _normalize_base_url(base_url)
         return replica
 
+    def absorb_usage(self, by_role: Mapping[str, UsageSummary]) -> None:
+        """Add calls that copies of this client made elsewhere (Ray workers report theirs per
+        work unit) to this client's totals, per role.
+
+        >>> client = LLMClient("http://10.0.0.1:8000/v1", "m")
+        >>> client.absorb_usage({"asker": UsageSummary(calls=2, ok=2, prompt_tokens=30)})
+        >>> client.usage.calls, client.usage_by_role["asker"].prompt_tokens
+        (2, 30)
+        """
+        with self._lock:
+            for role, usage in by_role.items():
+                for total in (self._usage, self._usage_by_role.setdefault(role, UsageSummary())):
+                    for name in (f.name for f in dataclasses.fields(usage)):
+                        setattr(total, name, getattr(total, name) + getattr(usage, name))
+
     # -- accounting ------------------------------------------------------------------------------
 
     @property
