@@ -395,7 +395,7 @@ def _hostile(timeout_s: float, bare: bool) -> dict:
     return results
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=40)
@@ -407,10 +407,11 @@ def main() -> None:
     parser.add_argument("--hostile", action="store_true", help="time hostile statements instead")
     parser.add_argument("--timeout", type=float, default=5.0, help="--hostile: Limits.timeout_s")
     parser.add_argument("--bare", action="store_true", help="--hostile: also time them bare")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.hostile:
-        print(json.dumps(_hostile(args.timeout, args.bare)))
-        return
+        hostile = _hostile(args.timeout, args.bare)
+        print(json.dumps(hostile))
+        return hostile
     rows = {
         "sqlite": _sqlite,
         "sqlite_worker": _sqlite_worker,
@@ -435,6 +436,30 @@ def main() -> None:
             f"ratio {figures['ratio']:.2f}"
         )
     print(json.dumps(results))
+    return results
+
+
+#: issue 19: verification at most this many times the bare query, per engine
+TARGETS = {"sqlite": 1.2, "duckdb": 1.3, "postgres": 1.3}
+
+
+def run(small: bool = True) -> dict:
+    """Ratios for ``benchmarks/all.py``: ``{"verify_<engine>": {"ratio": x, "target": y}}``.
+
+    ``small``: 8 queries, 15 repeats, read-only rows only (PostgreSQL when its binaries exist).
+    """
+    argv = ["--engines", "sqlite,duckdb,postgres"]
+    argv += ["--queries", "8", "--repeats", "15"] if small else []
+    results = main(argv)
+    return {
+        f"verify_{engine}": {
+            "ratio": figures["ratio"],
+            "target": TARGETS[engine],
+            "overhead_ms": figures["overhead_ms"],
+        }
+        for engine, figures in results.items()
+        if engine in TARGETS
+    }
 
 
 if __name__ == "__main__":
