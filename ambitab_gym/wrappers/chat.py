@@ -5,7 +5,9 @@
   message with the instructions and the task, then the dialogue as assistant (question) and user
   (answer) turns, and - in the SQL phase - a user message asking for the query.
 * :class:`ChatMessages` - a Gymnasium wrapper whose observations are such transcripts; ``step``
-  takes the assistant's text (a question, ``STOP``, or the JSON form).
+  takes the assistant's text as the model wrote it (a question, ``STOP``, or the JSON form, with
+  or without ``<think>`` blocks and Markdown fences), read by the env with the one reply reader
+  :func:`ambitab_gym.actions.read_reply` (``info["reply_read"]`` says how).
 
 The transcript is a function of the :class:`~ambitab_gym.trajectory.PublicView` only, taken
 from the wrapper stack (:func:`~ambitab_gym.wrappers.stack.agent_view`), never from
@@ -215,7 +217,9 @@ class ChatMessages(AgentInterface, gym.ObservationWrapper, gym.utils.RecordConst
     (system prompt with the instructions and the task, then the dialogue as assistant/user
     turns): with a ``SpecificationRandomization`` below, the task is x'. ``step`` takes the
     assistant's reply unchanged: a question, ``STOP``, the JSON form, or - in the SQL phase of
-    ``mode="agent"`` - the SQL.
+    ``mode="agent"`` - the SQL; the env reads it with :func:`ambitab_gym.actions.read_reply`
+    (reasoning blocks dropped, fences unwrapped, prose ending in ``<STOP>`` is a stop), and the
+    transcript shows the question as read.
 
     Args:
         env: an AmbiTab env (possibly wrapped by leakage or Gymnasium wrappers, not by another
@@ -238,6 +242,12 @@ class ChatMessages(AgentInterface, gym.ObservationWrapper, gym.utils.RecordConst
         >>> messages, reward, terminated, truncated, info = env.step("What do you mean by top?")
         >>> [m["role"] for m in messages]
         ['system', 'assistant', 'user']
+        >>> messages, *_, info = env.step("<think>Ask about the year.</think>Which year?")
+        >>> messages[-2]["content"], info["reply_read"]
+        ('Which year?', 'question')
+        >>> *_, terminated, truncated, info = env.step("That is all I need. <STOP>")
+        >>> terminated, info["reply_read"]
+        (True, 'stop')
         >>> randomized = ChatMessages(SpecificationRandomization(gym.make("AmbiTab-Bird-v0")))
         >>> messages, info = randomized.reset(seed=0)
         >>> randomized.unwrapped.public_view.render_task() in messages[0]["content"]
