@@ -76,6 +76,11 @@ class Domain:
     def database_prefix(self) -> str:
         return self.name
 
+    @property
+    def archive_table(self) -> str:
+        """The table of archived events (2019-2021), shaped like :attr:`event_table`."""
+        return f"{self.event_table}_archive"
+
 
 DOMAINS: dict[str, Domain] = {
     d.name: d

@@ -6,8 +6,11 @@
   and its readings (the first is the default reading).
 * :data:`FAMILIES` - the family names; :func:`compatible` - which families combine.
 * one builder per family (``synonym``, ``scope``, ``attachment``, ``vague``, ``knowledge``,
-  ``choice``, ``time``) returning a :class:`Slot`; the request text around the term is built
-  by :mod:`ambitab_gym.generate.tasks`.
+  ``choice``, ``table``, ``time``) returning a :class:`Slot`; the request text around the term
+  is built by :mod:`ambitab_gym.generate.tasks`.
+* :data:`TERM_ALIASES` - other phrasings of the domains' terms; every slot carries aliases
+  (the real corpora's records do, and the deterministic oracle's matcher credits a question
+  that names an alias as one that names the term).
 
 | family | mirrors | term (retail) | readings |
 |---|---|---|---|
@@ -17,6 +20,7 @@
 | vague | Bird / Ambrosia (vagueness) | "top customers", "large orders" | top 3 or 5; at least 6 or 9 items |
 | knowledge | EW-Bird (masked evidence) | "loyal customers" | at least 3 or 5 orders (kind knowledge) |
 | choice | TACO (value choice) | "Portland" | Portland, Oregon or Portland, Maine |
+| table | TACO (table choice) | "order records" | the current ``orders`` or the ``orders_archive`` table |
 | time | BIRD-Interact (time frames) | "last year" | calendar 2023, or the twelve months to June 2024 |
 """
 
@@ -35,10 +39,13 @@ __all__ = [
     "Slot",
     "attachment",
     "choice",
+    "TERM_ALIASES",
     "compatible",
     "knowledge",
     "scope",
+    "slug",
     "synonym",
+    "table",
     "time",
     "vague",
 ]
@@ -51,8 +58,52 @@ FAMILIES: tuple[str, ...] = (
     "vague",
     "knowledge",
     "choice",
+    "table",
     "time",
 )
+
+#: Other phrasings of each domain term (a singular or plural form, a near synonym).
+TERM_ALIASES: dict[str, tuple[str, ...]] = {
+    # retail
+    "order value": ("order values", "value of an order"),
+    "premium products": ("premium product", "premium items"),
+    "large orders": ("large order", "big orders"),
+    "loyal customers": ("loyal customer", "loyal shoppers"),
+    "top customers": ("top customer", "best customers"),
+    # library
+    "late fees": ("late fee", "overdue fines"),
+    "rare books": ("rare book", "rare titles"),
+    "long loans": ("long loan", "lengthy loans"),
+    "avid readers": ("avid reader", "keen readers"),
+    "top members": ("top member", "best members"),
+    # hospital
+    "visit cost": ("visit costs", "cost of a visit"),
+    "senior doctors": ("senior doctor", "senior physicians"),
+    "long visits": ("long visit", "lengthy visits"),
+    "frequent patients": ("frequent patient", "regular patients"),
+    "top patients": ("top patient", "leading patients"),
+    # sports
+    "points": ("points scored", "point totals"),
+    "historic teams": ("historic team", "heritage teams"),
+    "long appearances": ("long appearance", "lengthy appearances"),
+    "regular players": ("regular player", "frequent players"),
+    "top players": ("top player", "best players"),
+    # university
+    "marks": ("exam marks", "grades"),
+    "advanced courses": ("advanced course", "upper-level courses"),
+    "long exams": ("long exam", "lengthy exams"),
+    "committed students": ("committed student", "dedicated students"),
+    "top students": ("top student", "best students"),
+    # flights
+    "ticket cost": ("ticket costs", "ticket price"),
+    "long-haul flights": ("long-haul flight", "long haul flights"),
+    "heavy bookings": ("heavy booking", "large bookings"),
+    "frequent flyers": ("frequent flyer", "frequent fliers"),
+    "top passengers": ("top passenger", "best passengers"),
+    # time frames
+    "last year": ("past year", "previous year"),
+    "past few months": ("last few months", "recent months"),
+}
 
 _NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 8: "eight", 10: "ten"}
 
@@ -88,6 +139,7 @@ class Slot:
         kind: ``critical`` or ``knowledge``.
         readings: the alternatives; the first is the default reading.
         phrase: the request fragment that carries the term (placed by the task builder).
+        aliases: other phrasings of the term a user could use.
 
     >>> slot = Slot("time", "last_year", "last year", "critical", (), " in the last year")
     >>> slot.term in slot.phrase
@@ -100,6 +152,7 @@ class Slot:
     kind: str
     readings: tuple[Reading, ...]
     phrase: str
+    aliases: tuple[str, ...] = ()
 
 
 def slug(term: str) -> str:
@@ -128,8 +181,14 @@ def compatible(family: str, skeleton: str, chosen: set[str]) -> bool:
     if family == "attachment":
         return "choice" not in chosen and not (skeleton == "ranking" and "vague" in chosen)
     if family == "vague":
-        return not (skeleton == "ranking" and "attachment" in chosen)
-    return family in ("knowledge", "time")
+        return not (skeleton == "ranking" and "attachment" in chosen) and not (
+            skeleton != "ranking" and "table" in chosen
+        )
+    if family == "table":  # the archive holds no dates of the time frames
+        return "time" not in chosen and not (skeleton != "ranking" and "vague" in chosen)
+    if family == "time":
+        return "table" not in chosen
+    return family == "knowledge"
 
 
 def _shuffled(rng: np.random.Generator, readings: list[Reading]) -> tuple[Reading, ...]:
@@ -167,7 +226,9 @@ def synonym(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
         for col in d.measure_columns
     ]
     term = d.measure_term
-    return Slot("synonym", slug(term), term, "critical", _shuffled(rng, readings), term)
+    return Slot(
+        "synonym", slug(term), term, "critical", _shuffled(rng, readings), term, TERM_ALIASES[term]
+    )
 
 
 def scope(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
@@ -193,7 +254,10 @@ def scope(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
             "overall",
         ),
     ]
-    return Slot("scope", slug(term), term, "critical", _shuffled(rng, readings), f" {term}")
+    aliases = (f"across all {d.category_plural}", f"over the {d.category_plural}")
+    return Slot(
+        "scope", slug(term), term, "critical", _shuffled(rng, readings), f" {term}", aliases
+    )
 
 
 def attachment(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
@@ -225,7 +289,10 @@ def attachment(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
         ),
     ]
     phrase = f"{first} and {second} {people} who {term}"
-    return Slot("attachment", slug(term), term, "critical", _shuffled(rng, readings), phrase)
+    aliases = (f"joined prior to {year}", f"joining before {year}")
+    return Slot(
+        "attachment", slug(term), term, "critical", _shuffled(rng, readings), phrase, aliases
+    )
 
 
 def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> Slot | None:
@@ -247,7 +314,15 @@ def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> 
             for n in (low, high)
         ]
         term = d.top_term
-        return Slot("vague", slug(term), term, "critical", _shuffled(rng, readings), term)
+        return Slot(
+            "vague",
+            slug(term),
+            term,
+            "critical",
+            _shuffled(rng, readings),
+            term,
+            TERM_ALIASES[term],
+        )
     sizes = f"SELECT {d.size_column} FROM {d.event_table}"
     thresholds = _distinct_quantiles(db, sizes, (round(float(rng.uniform(0.4, 0.6)), 2), 0.8))
     if thresholds is None:
@@ -266,7 +341,9 @@ def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> 
         )
         for t in thresholds
     ]
-    return Slot("vague", slug(term), term, "critical", _shuffled(rng, readings), term)
+    return Slot(
+        "vague", slug(term), term, "critical", _shuffled(rng, readings), term, TERM_ALIASES[term]
+    )
 
 
 def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) -> Slot | None:
@@ -297,7 +374,15 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
                     f"at_least_{_num(k)}",
                 )
             )
-        return Slot("knowledge", slug(term), term, "knowledge", _shuffled(rng, readings), term)
+        return Slot(
+            "knowledge",
+            slug(term),
+            term,
+            "knowledge",
+            _shuffled(rng, readings),
+            term,
+            TERM_ALIASES[term],
+        )
     values = f"SELECT {d.item_value_column} FROM {d.item_table}"
     op = d.item_knowledge_op
     qs = (0.5, 0.75) if op == ">=" else (0.25, 0.5)
@@ -320,7 +405,13 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
             )
         )
     return Slot(
-        "knowledge", slug(term), term, "knowledge", _shuffled(rng, readings), f" for {term}"
+        "knowledge",
+        slug(term),
+        term,
+        "knowledge",
+        _shuffled(rng, readings),
+        f" for {term}",
+        TERM_ALIASES[term],
     )
 
 
@@ -341,9 +432,44 @@ def choice(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
                 slug(city),
             )
         )
+    aliases = (f"{short} area", f"city of {short}")
     return Slot(
-        "choice", slug(short), short, "critical", _shuffled(rng, readings), f" from {short}"
+        "choice",
+        slug(short),
+        short,
+        "critical",
+        _shuffled(rng, readings),
+        f" from {short}",
+        aliases,
     )
+
+
+def table(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
+    """TACO table choice: "order records" can mean the current ``orders`` table (January 2022
+    to June 2024) or the ``orders_archive`` table (2019 to 2021), both in the schema."""
+    d = db.domain
+    current, archive = d.event_table, d.archive_table
+    readings = [
+        Reading(
+            f"the {current} table, the current {d.event_plural} from January 2022 to June 2024",
+            f"I mean the current {d.event_plural}, the ones in the {current} table.",
+            f"FROM {current}",
+            None,
+            {"table": current},
+            "current",
+        ),
+        Reading(
+            f"the {archive} table, the archived {d.event_plural} from 2019 to 2021",
+            f"I mean the archived {d.event_plural}, from the {archive} table.",
+            f"FROM {archive}",
+            None,
+            {"table": archive},
+            "archive",
+        ),
+    ]
+    term = f"{d.event_singular} records"
+    aliases = (f"{d.event_singular} history", f"{d.event_singular} data")
+    return Slot("table", slug(term), term, "critical", _shuffled(rng, readings), term, aliases)
 
 
 def time(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
@@ -382,4 +508,12 @@ def time(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
             ),
         ]
     readings = [Reading(r, s, c, None, {"cond": c}, label) for r, s, c, label in specs]
-    return Slot("time", slug(term), term, "critical", _shuffled(rng, readings), f" in the {term}")
+    return Slot(
+        "time",
+        slug(term),
+        term,
+        "critical",
+        _shuffled(rng, readings),
+        f" in the {term}",
+        TERM_ALIASES[term],
+    )

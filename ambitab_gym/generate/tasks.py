@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the same seed would produce different tasks.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 _SKELETONS = ("total", "average", "count", "ranking")
 _MAX_TRIES = 200
 #: A ranking's probe returns this many rows: more than any limit a reading sets (at most 10).
@@ -216,6 +216,7 @@ class _Plan:
     status: str = ""
     when: str = ""
     scope: str = ""
+    source: str = ""  # a ranking's " in the order records" (the table choice's term)
     top: bool = False
     conds: list[str] = field(default_factory=list)
     distractors: list[str] = field(default_factory=list)
@@ -424,6 +425,12 @@ class TaskGenerator:
             elif family == "choice":
                 slot = fam.choice(db, rng)
                 plan.place = slot.phrase
+            elif family == "table":
+                slot = fam.table(db, rng)
+                if skeleton == "ranking":  # a ranking names no events: the term is a tail
+                    plan.source = f" in the {slot.phrase}"
+                else:
+                    plan.event_np = slot.phrase
             else:
                 slot = fam.time(db, rng)
                 plan.when = slot.phrase
@@ -441,7 +448,7 @@ class TaskGenerator:
         kinds = ["status"] if "scope" in chosen else ["category", "status"]
         if "choice" not in chosen and "attachment" not in chosen:
             kinds.append("place")
-        if "time" not in chosen:
+        if "time" not in chosen and "table" not in chosen:
             kinds.append("year")
         count = min(int(rng.integers(lo, hi + 1)), len(kinds))
         for index in rng.choice(len(kinds), size=count, replace=False):
@@ -466,7 +473,7 @@ class TaskGenerator:
 
     def _request(self, plan: _Plan, rng: np.random.Generator) -> str:
         people = plan.entity_np + plan.place
-        tail = f"{plan.item}{plan.status}{plan.when}{plan.scope}"
+        tail = f"{plan.item}{plan.status}{plan.when}{plan.scope}{plan.source}"
         if plan.skeleton == "ranking":
             head = people if plan.top else f"{plan.limit} {people}"
             ranked = (
@@ -497,9 +504,11 @@ class TaskGenerator:
         :data:`_RANK_PROBE` th row (past every limit a reading can set)."""
         d = db.domain
         measure, group, limit = plan.measure, False, plan.limit
+        table = d.event_table
         conds = list(plan.conds)
         for reading in combo:
             effect = reading.effect
+            table = effect.get("table", table)
             measure = effect.get("measure", measure)
             group = effect.get("group", group)
             limit = effect.get("limit", limit)
@@ -519,7 +528,7 @@ class TaskGenerator:
                 selected = f"p.{d.category_column}, {selected}"
                 tail = f"{where} GROUP BY p.{d.category_column}"
         # join only the tables the query reads (the event table always)
-        source = f"FROM {d.event_table} AS e"
+        source = f"FROM {table} AS e"
         if "c." in selected or "c." in tail:
             source += f" JOIN {d.entity_table} AS c ON c.{d.entity_id} = e.{d.entity_id}"
         if "p." in selected or "p." in tail:
@@ -630,7 +639,7 @@ class TaskGenerator:
                             _AMBIGUITY_FIELDS,
                             id=slot.id,
                             term=slot.term,
-                            aliases=(),
+                            aliases=slot.aliases,
                             kind=slot.kind,
                             resolution=reading.resolution,
                             response=reading.response,
@@ -668,7 +677,7 @@ class TaskGenerator:
                 {
                     "id": slot.id,
                     "term": slot.term,
-                    "aliases": [],
+                    "aliases": list(slot.aliases),
                     "kind": slot.kind,
                     "resolution": reading.resolution,
                     "response": reading.response,
