@@ -9,12 +9,21 @@ import threading
 
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from postgres_cluster import postgres_cluster  # noqa: F401  (the fixture)
 
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify.base import Limits, QueryError
 from ambitab_gym.verify.duckdb import DuckDBEngine
-from ambitab_gym.verify.postgres import PostgresEngine, database_name, load_corpus_databases
+from ambitab_gym.verify.postgres import (
+    PostgresEngine,
+    database_name,
+    load_corpus_databases,
+    paren_depths_fast,
+    split_one_statement,
+)
+from ambitab_gym.verify.taskrun import paren_depths, split_statements
 
 CORPUS = "bird_interact"
 
@@ -247,3 +256,40 @@ def test_corpus_opener_can_load_first(postgres_cluster):  # noqa: F811
         assert engine.execute("SELECT current_user").rows == [("second_reader",)]
     finally:
         engine.close()
+
+
+_LEXEMES = [
+    *"aE e_$'\"`;()-/*\\\n\tx1",
+    "$q$",
+    "E'",
+    "--",
+    "/*",
+    "*/",
+    "''",
+    "\\'",
+    "$$",
+    " SELECT ",
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(sql=st.lists(st.sampled_from(_LEXEMES), max_size=30).map("".join))
+def test_statement_guard_lexes_as_taskrun_does(sql):
+    """The engine's fast statement split and parenthesis depths are taskrun's, exactly."""
+    assert split_one_statement(sql) == split_statements(sql, "postgres")
+    assert paren_depths_fast(sql) == paren_depths(sql, "postgres")
+
+
+@pytest.mark.parametrize(
+    ("sql", "pieces", "depths"),
+    [
+        ("SELECT 1) AS z CROSS JOIN (SELECT 2", ["SELECT 1) AS z CROSS JOIN (SELECT 2"], (-1, 0)),
+        ("SELECT ')' AS p; -- ;)\n", ["SELECT ')' AS p"], (0, 0)),
+        ("SELECT E'\\';(' AS s; SELECT 2", ["SELECT E'\\';(' AS s", "SELECT 2"], (0, 0)),
+        ("SELECT $t$ ; ) $t$ /* /* ) */ ; */ (", ["SELECT $t$ ; ) $t$ /* /* ) */ ; */ ("], (0, 1)),
+        ("/* only */ -- a comment", [], (0, 0)),
+    ],
+)
+def test_statement_guard_known_answers(sql, pieces, depths):
+    assert split_one_statement(sql) == pieces == split_statements(sql, "postgres")
+    assert paren_depths_fast(sql) == depths == paren_depths(sql, "postgres")
