@@ -38,6 +38,8 @@ The last line is JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import multiprocessing
 import sqlite3
@@ -126,7 +128,7 @@ def run_workers(workers: int, tasks: int) -> float:
     return sum(n for n, _ in results) / max(s for _, s in results)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=2000, help="tasks per round")
     parser.add_argument("--steps", type=int, default=20_000, help="env steps per round")
@@ -139,7 +141,7 @@ def main() -> None:
         help="cpu (default): rates per CPU-second of this process, unaffected by other jobs on "
         "a shared machine (the code is single-threaded); wall: per elapsed second",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     cold_generator = TaskGenerator(validate=False, domains="train")
@@ -217,6 +219,22 @@ def main() -> None:
         f"(floor {result['floor_ratio']})"
     )
     print(json.dumps(result))
+
+
+def run(small: bool = True) -> dict:
+    """The ``benchmarks/all.py`` entry: :func:`main` with a small size (``small``) or its
+    defaults, its last JSON line read back; ``{metric: {"ratio", "target", "better"}}``."""
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        main(["--tasks", "200", "--steps", "5000", "--rounds", "1", "--workers", "0"] if small else [])
+    result = json.loads(output.getvalue().strip().splitlines()[-1])
+    return {
+        "generate: generated tasks/s over AmbiTab-Bird-v0 episodes/s (CPU time)": {
+            "ratio": result["ratio"],
+            "target": result["target_ratio"],
+            "better": "higher",
+        }
+    }
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ generating tasks. The last line is JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import statistics
 import tempfile
@@ -52,7 +54,7 @@ def _range(text: str) -> tuple[int, int]:
     return int(lo), int(hi or lo)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20_000, help="PPO steps per policy")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -73,7 +75,7 @@ def main() -> None:
         action="store_true",
         help="run the training envs in subprocesses (SubprocVecEnv): generation overlaps PPO",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     procedural_kwargs = {
@@ -207,6 +209,23 @@ def main() -> None:
             + f", random {result[f'random_{name}_f1']}"
         )
     print(json.dumps(result))
+
+
+def run(small: bool = True) -> dict:
+    """The ``benchmarks/all.py`` entry: :func:`main` with a small size (``small``) or its
+    defaults, its last JSON line read back; ``{metric: {"ratio", "target", "better"}}``."""
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        main(["--steps", "2048", "--seeds", "0", "--random-seeds", "2"] if small else [])
+    result = json.loads(output.getvalue().strip().splitlines()[-1])
+    trained, random = result["procedural_bird_dev_f1"], result["random_bird_dev_f1"]
+    return {
+        "train_procedural: Bird dev F1 of the procedurally trained policy over random": {
+            "ratio": round(trained / random, 3) if trained is not None and random else None,
+            "target": 1.0,
+            "better": "higher",
+        }
+    }
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ over episodes that asked. The last line is JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import statistics
 import time
@@ -36,7 +38,7 @@ def _mean(values: list[float | None]) -> float | None:
     return round(statistics.fmean(kept), 4) if kept else None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env-id", default="AmbiTab-Bird-v0")
     parser.add_argument("--train-split", default="train")
@@ -47,7 +49,7 @@ def main() -> None:
     parser.add_argument("--random-seeds", type=int, default=10)
     # The networks are tiny: one thread per process is fastest (and fair on a shared machine).
     parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     heldout = make_menu_env(args.env_id, env_kwargs={"split": args.eval_split})
@@ -130,6 +132,23 @@ def main() -> None:
         all(r["trained"]["f1"] > result["random_f1"] for r in runs)
     )
     print(json.dumps(result))
+
+
+def run(small: bool = True) -> dict:
+    """The ``benchmarks/all.py`` entry: :func:`main` with a small size (``small``) or its
+    defaults, its last JSON line read back; ``{metric: {"ratio", "target", "better"}}``."""
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        main(["--steps", "2048", "--seeds", "0", "--random-seeds", "2"] if small else [])
+    result = json.loads(output.getvalue().strip().splitlines()[-1])
+    trained, random = result["trained_f1"], result["random_f1"]
+    return {
+        "train_sb3: held-out F1 of the trained policy over random": {
+            "ratio": round(trained / random, 3) if trained is not None and random else None,
+            "target": 1.0,
+            "better": "higher",
+        }
+    }
 
 
 if __name__ == "__main__":
