@@ -246,3 +246,114 @@ def test_verifiers_episode_rewards_equal_raw(verifiers_env, record_id, replies):
     assert trace.rewards["question_f1"].score == expected
     assert received[0] is None  # the task's prompt speaks first
     assert received[1:] == [answer for _, answer in dialogue][: len(received) - 1]
+
+
+# -- verl >= 0.9: the agent loop inside verl's AgentLoopWorker.generate_sequences -------------
+
+VERL_SCRIPTS = {
+    "bird-0040": ['What do you mean by "overdue"?', "Please elaborate.", STOP],  # p = 1/2: 2/3
+    "bird-0049": ["Which books?"],  # no ambiguity, asks: 0
+    "bird-0014": [STOP],  # ambiguous, stops at once: 0
+    "bird-0006": ['What do you mean by "revenue"?', "Which year do you mean by last year?", STOP],
+}
+
+
+def test_verl_agent_loop_in_the_agent_loop_worker(tmp_path):
+    import asyncio
+    from pathlib import Path
+
+    import numpy as np
+    import verl
+    from hydra import compose, initialize_config_dir
+    from tiny_lm import tiny_model, tiny_tokenizer
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopWorker
+    from verl.protocol import DataProto
+    from verl.workers.rollout.replica import TokenOutput
+
+    from ambitab_gym.integrations import verl as adapter
+
+    assert issubclass(adapter.AmbiTabAgentLoop, AgentLoopBase)
+    tokenizer = tiny_tokenizer()
+    tokenizer.save_pretrained(tmp_path)
+    config = tiny_model(tokenizer).config
+    config.architectures = ["Qwen3ForCausalLM"]
+    config.save_pretrained(tmp_path)
+    # the shipped agent-loop entry, on the records of both splits used below
+    loops = tmp_path / "agent_loop.yaml"
+    text = (Path(__file__).resolve().parents[1] / "examples" / "verl_agent_loop.yaml").read_text()
+    loops.write_text(text.replace("split: train", "split: null"))
+    with initialize_config_dir(
+        config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None
+    ):
+        trainer_config = compose(
+            config_name="ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={tmp_path}",
+                "actor_rollout_ref.rollout.name=vllm",
+                "actor_rollout_ref.rollout.prompt_length=2048",
+                "actor_rollout_ref.rollout.response_length=256",
+                f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
+            ],
+        )
+    requests = {r: AmbiTabEnv("bird").unwrapped for r in VERL_SCRIPTS}
+    for record_id, env in requests.items():
+        env.reset(options={"record_id": record_id})
+
+    class Server:
+        """The model: verl's LLM server client interface, replying from each record's script."""
+
+        def __init__(self):
+            self.owner: dict[str, str] = {}  # request id -> record id
+            self.used: dict[str, list[str]] = {r: [] for r in VERL_SCRIPTS}
+
+        async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+            if request_id not in self.owner:
+                prompt = tokenizer.decode(prompt_ids)
+                (self.owner[request_id],) = [
+                    r for r, env in requests.items() if f"Request: {env.record.spec.request}" in prompt
+                ]
+            record_id = self.owner[request_id]
+            reply = VERL_SCRIPTS[record_id][len(self.used[record_id])]
+            self.used[record_id].append(reply)
+            ids = tokenizer.encode(reply, add_special_tokens=False) + [tokenizer.eos_token_id]
+            return TokenOutput(token_ids=ids)
+
+    rows = [
+        r
+        for r in adapter.verl_dataset(ENV_ID)
+        if r["extra_info"]["interaction_kwargs"]["record_id"] in VERL_SCRIPTS
+    ]
+    assert len(rows) == len(VERL_SCRIPTS) and {r["agent_name"] for r in rows} == {"ambitab_agent"}
+    batch = DataProto.from_single_dict(
+        {
+            "raw_prompt": np.array([r["prompt"] for r in rows], dtype=object),
+            "agent_name": np.array([r["agent_name"] for r in rows], dtype=object),
+            "extra_info": np.array([r["extra_info"] for r in rows], dtype=object),
+            "index": np.arange(len(rows)),
+        }
+    )
+    server = Server()
+
+    async def rollout():
+        worker = AgentLoopWorker(trainer_config, server)
+        return await worker.generate_sequences(batch)
+
+    out = asyncio.run(rollout())
+    scores = out.batch["rm_scores"].sum(-1).tolist()
+    for i, row in enumerate(rows):
+        record_id = row["extra_info"]["interaction_kwargs"]["record_id"]
+        actions = server.used[record_id]
+        assert actions == VERL_SCRIPTS[record_id][: len(actions)]
+        expected, dialogue = _raw(record_id, actions)
+        assert scores[i] == pytest.approx(expected)  # verl's token-level reward is the env's
+        assert sum(out.non_tensor_batch["turn_scores"][i]) == pytest.approx(expected)
+        # the env's answers are context tokens (mask 0), the asker's replies are the model's
+        mask = out.batch["response_mask"][i].bool()
+        responses = out.batch["responses"][i]
+        context = tokenizer.decode(responses[~mask & (responses != tokenizer.pad_token_id)])
+        generated = tokenizer.decode(responses[mask])
+        for turn, (question, answer) in enumerate(dialogue):
+            assert question in generated
+            if turn < len(actions) - 1:  # answered before the asker's next turn
+                assert answer in context and answer not in generated
+    assert sorted(scores) == pytest.approx(sorted([2 / 3, 0.0, 0.0, 1.0]))
