@@ -277,3 +277,77 @@ def test_time_frames(seed, text, expected):
     assert readings(task) == expected
     last_day = one(task, "SELECT MAX(order_date) FROM orders")[0][0]
     assert last_day <= "2024-06-30"
+
+
+def test_table_order_records_current_or_archive():
+    task = example("table", 2)
+    first = task.records[0]
+    assert first.spec.request == "How many order records?"
+    (ambiguity,) = first.ambiguities
+    assert (ambiguity.id, ambiguity.term, ambiguity.kind) == (
+        "order_records",
+        "order records",
+        "critical",
+    )
+    assert ambiguity.aliases == ("order history", "order data")
+    assert readings(task) == [
+        (
+            "the orders table, the current orders from January 2022 to June 2024",
+            "I mean the current orders, the ones in the orders table.",
+            "SELECT COUNT(*) FROM orders AS e",
+        ),
+        (
+            "the orders_archive table, the archived orders from 2019 to 2021",
+            "I mean the archived orders, from the orders_archive table.",
+            "SELECT COUNT(*) FROM orders_archive AS e",
+        ),
+    ]
+    # both tables are in the schema the agent sees, with the same columns
+    assert "CREATE TABLE orders (" in task.database.schema_text
+    assert "CREATE TABLE orders_archive (" in task.database.schema_text
+    columns = [
+        [c[1] for c in one(task, f"PRAGMA table_info({t})")] for t in ("orders", "orders_archive")
+    ]
+    assert columns[0] == columns[1]
+    # the archive holds 2019-2021, the current table 2022 on: the two counts differ
+    archive_days = one(task, "SELECT MIN(order_date), MAX(order_date) FROM orders_archive")[0]
+    assert "2019-01-01" <= archive_days[0] <= archive_days[1] <= "2021-12-31"
+    assert one(task, "SELECT MIN(order_date) FROM orders")[0][0] >= "2022-01-01"
+    counts = [one(task, sql)[0][0] for *_, sql in readings(task)]
+    assert counts[0] != counts[1] and min(counts) > 0
+
+
+def test_table_choice_in_a_ranking_names_the_records_in_its_tail():
+    generator = TaskGenerator(
+        families=("table",),
+        ambiguities=(1, 1),
+        distractors=(0, 0),
+        domains=("retail",),
+        databases_per_domain=1,
+    )
+    task = generator.generate(1)
+    request = task.records[0].spec.request
+    assert request == "Show the 4 customers with the highest total quantity in the order records."
+    sqls = sorted(r.verification.reference_sql for r in task.records)
+    assert sqls == [
+        f"SELECT c.name {table} AS e JOIN customers AS c ON c.customer_id = e.customer_id "
+        "GROUP BY c.customer_id ORDER BY SUM(e.quantity) DESC LIMIT 4"
+        for table in ("FROM orders", "FROM orders_archive")
+    ]
+    names = [{n for (n,) in one(task, sql)} for sql in sqls]
+    assert names[0] != names[1]
+
+
+def test_table_choice_never_meets_a_time_frame_or_a_year():
+    # the archive has no 2022-2024 dates: a time frame or a year would empty its readings
+    generator = TaskGenerator(
+        families=("table", "time", "scope"), ambiguities=(1, 2), distractors=(1, 4), domains="all"
+    )
+    seen = 0
+    for seed in range(60):
+        first = generator.generate(seed).records[0]
+        if "table" in first.source["families"]:
+            seen += 1
+            assert "time" not in first.source["families"]
+            assert "year" not in first.source["distractors"]
+    assert seen >= 10
