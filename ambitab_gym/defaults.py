@@ -15,7 +15,11 @@ Protocol (paper A.2, C.1):
 
 Campaigns and diagnostics (paper A.4, Appendix E):
 
-* :data:`RESULTS_FILE` - the DuckDB results file the commands write by default.
+* :data:`RESULTS_FILE`, :data:`RESULTS_DIR` - the DuckDB results file the commands write by
+  default, in the folder ``RESULTS_DIR`` of the data home
+  (:func:`ambitab_gym.corpora.home.data_home`).
+* :data:`MAX_ERROR_RATE` - a campaign with a larger share of errored episodes fails (exit 1).
+* :data:`PROGRESS_INTERVAL_S` - seconds between progress lines when stderr is not a terminal.
 * :data:`CONCURRENCY`, :data:`LLM_CONCURRENCY` - episodes in flight without / with an LLM server.
 * :data:`BOOTSTRAP_RESAMPLES`, :data:`BOOTSTRAP_SEED`, :data:`SPEC_SEED`.
 
@@ -40,6 +44,7 @@ __all__ = [
     "CONCURRENCY",
     "ENGINE_THREADS",
     "LLM_CONCURRENCY",
+    "MAX_ERROR_RATE",
     "MAX_RESULT_BYTES",
     "MAX_ROWS",
     "MAX_SQL_LENGTH",
@@ -47,6 +52,8 @@ __all__ = [
     "ORACLE",
     "QUERY_TIMEOUT_S",
     "REFERENCE_TIMEOUT_S",
+    "PROGRESS_INTERVAL_S",
+    "RESULTS_DIR",
     "RESULTS_FILE",
     "SCHEMA_TIMEOUT_S",
     "SEEDS",
@@ -72,8 +79,14 @@ SOLVER: str = "interpretation"
 #: The oracle of a campaign that names none: the corpus's deterministic (reference) oracle.
 ORACLE: str = "deterministic"
 
-#: The results file of ``evaluate``, ``leakage`` and ``report`` when none is given.
+#: The results file of ``evaluate`` and ``leakage`` when none is given (in :data:`RESULTS_DIR`).
 RESULTS_FILE: str = "ambitab-results.duckdb"
+#: The folder of the default results file, inside the data home.
+RESULTS_DIR: str = "results"
+#: A campaign whose errored episodes exceed this share fails (``--max-error-rate``).
+MAX_ERROR_RATE: float = 0.10
+#: Seconds between progress lines on a non-terminal (``--progress-interval``).
+PROGRESS_INTERVAL_S: float = 30.0
 #: Episodes in flight at once without an LLM server (scripted parts are CPU-bound).
 CONCURRENCY: int = 1
 #: Episodes (and requests) in flight at once against an LLM server, so it can batch.

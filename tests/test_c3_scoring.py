@@ -247,7 +247,7 @@ def test_rescore_command_prints_the_same_figures(client, tmp_path, capsys):
     capsys.readouterr()
     assert main(["rescore", str(path), "--json"]) == 0
     out = capsys.readouterr().out
-    result = json.loads(out.strip().splitlines()[-1])[config.campaign_id]
+    result = json.loads(out.strip().splitlines()[-1])[summary.campaign_id]
     assert result["recall"] == 0.75 and result["f1"] == pytest.approx(0.6)
     assert result["precision"] == pytest.approx(summary.precision.mean)
     assert result["rescored_turns"] == 12 and result["changed_turns"] == 0

@@ -8,6 +8,10 @@
   folder where a file is expected, a file where a folder is expected, no write permission).
 * :func:`component_help`, :func:`check_component` - the ``--help`` text listing the names of
   :mod:`ambitab_gym.registry`, and the check of a name (an unknown one lists the valid ones).
+* :func:`share` - a share such as ``--max-error-rate`` (``0.1`` or ``10%``).
+* :func:`default_results_file`, :func:`add_campaign_arguments`, :func:`results_file` - the
+  campaign options of ``evaluate`` and ``leakage``: ``--results`` (default: in the data home),
+  ``--max-error-rate``, ``--retry-errors``, ``--new-campaign``, ``--progress-interval``.
 """
 
 from __future__ import annotations
@@ -17,17 +21,23 @@ import os
 from pathlib import Path
 
 from ambitab_gym import defaults, registry
+from ambitab_gym.corpora.home import data_home
 from ambitab_gym.errors import UnknownComponent, UsageError
 
 __all__ = [
     "add_executor_arguments",
+    "add_campaign_arguments",
     "check_component",
     "component_help",
     "executor_from_args",
+    "default_results_file",
     "non_negative_int",
     "output_file",
     "output_folder",
     "positive_int",
+    "positive_float",
+    "results_file",
+    "share",
 ]
 
 
@@ -63,6 +73,43 @@ def non_negative_int(text: str) -> int:
     value = _int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def share(text: str) -> float:
+    """A share between 0 and 1, written as a fraction or a percentage.
+
+    >>> share("0.1"), share("25%"), share("0")
+    (0.1, 0.25, 0.0)
+    >>> share("1.5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a share between 0 and 1 (or 0% to 100%), not '1.5'
+    """
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(
+            f"expected a share between 0 and 1 (or 0% to 100%), not {text!r}"
+        )
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A number above 0.
+
+    >>> positive_float("0.5")
+    0.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
     return value
 
 
@@ -165,6 +212,72 @@ def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
         type=non_negative_int,
         default=defaults.BOOTSTRAP_SEED,
         help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
+    )
+
+
+def default_results_file() -> Path:
+    """The results file of ``evaluate`` and ``leakage`` when ``--results`` is not given: in the
+    data home (``$AMBITAB_HOME``, else the platform's user data folder), never the working
+    folder.
+
+    >>> default_results_file().parts[-2:]
+    ('results', 'ambitab-results.duckdb')
+    """
+    return data_home() / defaults.RESULTS_DIR / defaults.RESULTS_FILE
+
+
+def results_file(args: argparse.Namespace) -> Path:
+    """The ``--results`` file, or :func:`default_results_file`; stored back on ``args``."""
+    if getattr(args, "results", None) is None:
+        args.results = default_results_file()
+    return Path(args.results)
+
+
+def add_campaign_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a campaign command (``evaluate``, ``leakage``): ``--results``,
+    ``--max-error-rate``, ``--retry-errors``, ``--new-campaign``, ``--progress-interval``.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_campaign_arguments(parser)
+    >>> args = parser.parse_args(["--max-error-rate", "5%", "--retry-errors"])
+    >>> args.max_error_rate, args.retry_errors, args.new_campaign, args.results
+    (0.05, True, False, None)
+    """
+    where = f"<data home>/{defaults.RESULTS_DIR}/{defaults.RESULTS_FILE}"
+    parser.add_argument(
+        "--results",
+        type=output_file,
+        default=None,
+        metavar="PATH",
+        help=f"DuckDB results file (default {where}, the data home being $AMBITAB_HOME or the "
+        "user data folder; resumes when it holds the campaign)",
+    )
+    parser.add_argument(
+        "--max-error-rate",
+        type=share,
+        default=defaults.MAX_ERROR_RATE,
+        metavar="SHARE",
+        help="exit with status 1 and a summary when more of the campaign's episodes than this "
+        f"end in an error (0.1 or 10%%; default {defaults.MAX_ERROR_RATE:g})",
+    )
+    parser.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="on resume, run the episodes stored with an error again (their rows are replaced)",
+    )
+    parser.add_argument(
+        "--new-campaign",
+        action="store_true",
+        help="start this campaign even when the results file holds the same configuration "
+        "over another corpus (built vs bundled, other data) or package version",
+    )
+    parser.add_argument(
+        "--progress-interval",
+        type=positive_float,
+        default=defaults.PROGRESS_INTERVAL_S,
+        metavar="SECONDS",
+        help="seconds between progress lines when stderr is not a terminal "
+        f"(default {defaults.PROGRESS_INTERVAL_S:g})",
     )
 
 

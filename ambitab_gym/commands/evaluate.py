@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from ambitab_gym import defaults
 from ambitab_gym.commands._args import (
+    add_campaign_arguments,
     add_executor_arguments,
     check_component,
     component_help,
     executor_from_args,
     output_file,
     positive_int,
+    results_file,
 )
 
 __all__ = ["register"]
@@ -57,13 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=defaults.BUDGET_SLACK,
         help=f"decisions beyond m (default {defaults.BUDGET_SLACK})",
     )
-    parser.add_argument(
-        "--results",
-        type=output_file,
-        default=Path(defaults.RESULTS_FILE),
-        help=f"DuckDB results file (default {defaults.RESULTS_FILE}; resumes when it holds the "
-        "campaign)",
-    )
+    add_campaign_arguments(parser)
     parser.add_argument(
         "--csv",
         type=output_file,
@@ -80,7 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object as the last line"
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress output (default: a bar on a terminal, else a line every "
+        "--progress-interval seconds)",
+    )
     add_llm_options(parser)
     add_executor_arguments(parser)
     parser.set_defaults(func=run)
@@ -134,8 +134,30 @@ def llm_client_from(args: argparse.Namespace):
 
 def check_llm_server(client, args: argparse.Namespace, concurrency: int, prog: str) -> int:
     """Pre-flight check of the LLM server before anything runs; returns the concurrency to use
-    (fitted to a llama.cpp server's slots unless --concurrency was given)."""
+    (fitted to a llama.cpp server's slots unless --concurrency was given).
+
+    Every LLM part of a campaign (asker, solver, the oracle's matcher and responder) talks to
+    the one ``--llm-url`` server, so checking it checks them all. An LLM part named without a
+    server fails here too, before the results file is touched.
+
+    Raises:
+        UsageError: an LLM part without a server.
+        LLMError: the server failed the check (unreachable - the message names the URL -, key
+            refused, model not served).
+    """
     if client is None:
+        if wants_llm(args):
+            from ambitab_gym.errors import UsageError
+
+            parts = [
+                f"--{kind} {getattr(args, kind)}"
+                for kind in ("asker", "solver", "oracle")
+                if str(getattr(args, kind, "") or "").split(":")[0] == "llm"
+            ]
+            raise UsageError(
+                f"{', '.join(parts)} needs an LLM server: pass --llm-url and --model (or set "
+                "OPENAI_BASE_URL and AMBITAB_LLM_MODEL)"
+            )
         return concurrency
     from ambitab_gym.commands.llm_options import preflight
 
@@ -174,16 +196,40 @@ def llm_usage(client: Any) -> tuple[str, dict] | None:
     return format_usage(by_role), {role: usage.to_dict() for role, usage in by_role.items()}
 
 
+def campaign_outcome(
+    summary_errors: dict, episodes: int, args: argparse.Namespace, prog: str
+) -> int:
+    """Exit status 1 with the failure summary on stderr when too many episodes errored."""
+    from ambitab_gym.evaluation.summary import error_rate_message
+
+    message = error_rate_message(summary_errors, episodes, args.max_error_rate)
+    if message is None:
+        return 0
+    print(f"{prog}: FAILED: {message}", file=sys.stderr)
+    return 1
+
+
+def seeds_note_for(args: argparse.Namespace) -> str | None:
+    """The note for ``--seeds N > 1`` over components no seed can vary (None otherwise)."""
+    from ambitab_gym.evaluation.engine import seeds_can_vary
+    from ambitab_gym.evaluation.summary import seeds_note
+
+    parts = [(kind, getattr(args, kind)) for kind in ("asker", "solver", "oracle")]
+    return seeds_note(args.seeds, can_vary=seeds_can_vary(parts))
+
+
 def run(args: argparse.Namespace) -> int:
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
     from ambitab_gym.errors import AmbiTabError
     from ambitab_gym.evaluation import CampaignConfig, ResultsStore, format_table, run_campaign
+    from ambitab_gym.evaluation.identity import identity_of
 
+    prog = "ambitab-gym evaluate"
     try:
         for kind in ("asker", "solver", "oracle"):
             check_component(kind, getattr(args, kind))
         corpus = load_corpus(args.env_id)
-        print(f"corpus {corpus.name!r}: {corpus.origin}, {corpus.path}", file=sys.stderr)
+        print(identity_of(corpus).describe(), file=sys.stderr)
         config = CampaignConfig(
             corpus=args.env_id,
             asker=args.asker,
@@ -197,34 +243,48 @@ def run(args: argparse.Namespace) -> int:
         )
         client = llm_client_from(args)
         concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
-        concurrency = check_llm_server(client, args, concurrency, "ambitab-gym evaluate")
-        with ResultsStore(args.results) as store:
+        concurrency = check_llm_server(client, args, concurrency, prog)
+        results = results_file(args)
+        print(f"results: {results}", file=sys.stderr)
+        with ResultsStore(results) as store:
             summary = run_campaign(
                 config,
                 store,
                 concurrency=concurrency,
                 llm_client=client,
-                progress=not args.no_progress and sys.stderr.isatty(),
+                progress=not args.no_progress,
                 oracle_options=oracle_options(args),
-                executor=executor_from_args(args, client, prog="ambitab-gym evaluate"),
+                executor=executor_from_args(args, client, prog=prog),
+                retry_errors=args.retry_errors,
+                new_campaign=args.new_campaign,
+                progress_interval=args.progress_interval,
             )
             if args.csv:
-                count = store.export_csv(args.csv, config.campaign_id)
+                count = store.export_csv(args.csv, summary.campaign_id)
                 print(f"wrote {count} episodes to {args.csv}", file=sys.stderr)
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
-        print(f"ambitab-gym evaluate: {error}", file=sys.stderr)
+        print(f"{prog}: {error}", file=sys.stderr)
         return 2
     from ambitab_gym.evaluation.summary import reveals_sql_warning
 
     warning = reveals_sql_warning(summary.reveals_sql_episodes, summary.reveals_sql_answers)
     if warning:
-        print(f"ambitab-gym evaluate: {warning}", file=sys.stderr)
+        print(f"{prog}: {warning}", file=sys.stderr)
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
+    identity = summary.corpus
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
+    print(
+        f"corpus {identity['corpus']} ({identity['origin']}, {identity['path']}, checksum "
+        f"{identity['checksum'][:12]}), ambitab-gym {identity['version']}"
+    )
     print(format_table({label: summary}))
     print(
-        f"\n{summary.episodes} episodes, {len(config.seeds)} seed(s); results in {args.results} (campaign {config.campaign_id})"
+        f"\n{summary.episodes} episodes, {len(config.seeds)} seed(s); results in {results} "
+        f"(campaign {summary.campaign_id})"
     )
+    note = seeds_note_for(args)
+    if note:
+        print(note)
     if summary.errors:
         print("errors: " + ", ".join(f"{k}: {v}" for k, v in sorted(summary.errors.items())))
     for condition, reasons in summary.verdict_reasons.items():
@@ -233,6 +293,16 @@ def run(args: argparse.Namespace) -> int:
     usage = llm_usage(client)
     if usage is not None:
         print(usage[0])
+    status = campaign_outcome(summary.errors, summary.episodes, args, prog)
     if args.json:
-        print(json.dumps({**summary.to_json(), **({"llm_usage": usage[1]} if usage else {})}))
-    return 0
+        print(
+            json.dumps(
+                {
+                    **summary.to_json(),
+                    "results": str(results),
+                    "failed": status != 0,
+                    **({"llm_usage": usage[1]} if usage else {}),
+                }
+            )
+        )
+    return status

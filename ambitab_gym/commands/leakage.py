@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from ambitab_gym import defaults
 from ambitab_gym.commands._args import (
     add_bootstrap_arguments,
+    add_campaign_arguments,
     add_executor_arguments,
     check_component,
     component_help,
     executor_from_args,
     non_negative_int,
-    output_file,
     positive_int,
+    results_file,
 )
 from ambitab_gym.commands.evaluate import add_llm_options
 
@@ -67,13 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"(default {defaults.SPEC_SEED})",
     )
     add_bootstrap_arguments(parser)
-    parser.add_argument(
-        "--results",
-        type=output_file,
-        default=Path(defaults.RESULTS_FILE),
-        help=f"DuckDB results file (default {defaults.RESULTS_FILE}; resumes when it holds the "
-        "campaign)",
-    )
+    add_campaign_arguments(parser)
     parser.add_argument(
         "--concurrency",
         type=positive_int,
@@ -84,7 +78,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object as the last line"
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress output (default: a bar on a terminal, else a line every "
+        "--progress-interval seconds)",
+    )
     parser.add_argument(
         "--response-guard",
         action="store_true",
@@ -102,16 +101,21 @@ def _points(value: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ambitab_gym.commands.evaluate import (
+        campaign_outcome,
         check_llm_server,
         llm_client_from,
         llm_identity,
         llm_usage,
         oracle_options,
+        seeds_note_for,
     )
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
     from ambitab_gym.diagnostics import LeakageConfig, format_leakage_table, run_leakage
     from ambitab_gym.errors import AmbiTabError
     from ambitab_gym.evaluation import ResultsStore
+    from ambitab_gym.evaluation.identity import identity_of
+
+    prog = "ambitab-gym leakage"
 
     if args.seeds < 1:
         print("ambitab-gym leakage: --seeds must be at least 1", file=sys.stderr)
@@ -123,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
         for kind in ("asker", "solver", "oracle"):
             check_component(kind, getattr(args, kind))
         corpus = load_corpus(args.env_id)
-        print(f"corpus {corpus.name!r}: {corpus.origin}, {corpus.path}", file=sys.stderr)
+        identity = identity_of(corpus)
+        print(identity.describe(), file=sys.stderr)
         config = LeakageConfig(
             corpus=args.env_id,
             asker=args.asker,
@@ -139,22 +144,28 @@ def run(args: argparse.Namespace) -> int:
         )
         client = llm_client_from(args)
         concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
-        concurrency = check_llm_server(client, args, concurrency, "ambitab-gym leakage")
-        with ResultsStore(args.results) as store:
+        concurrency = check_llm_server(client, args, concurrency, prog)
+        results = results_file(args)
+        print(f"results: {results}", file=sys.stderr)
+        campaign_id = identity.campaign_id(config.campaign_id)
+        with ResultsStore(results) as store:
             report = run_leakage(
                 config,
                 store,
                 concurrency=concurrency,
                 llm_client=client,
-                progress=not args.no_progress and sys.stderr.isatty(),
+                progress=not args.no_progress,
                 resamples=args.resamples,
                 bootstrap_seed=args.bootstrap_seed,
                 oracle_options=oracle_options(args),
-                executor=executor_from_args(args, client, prog="ambitab-gym leakage"),
+                executor=executor_from_args(args, client, prog=prog),
+                retry_errors=args.retry_errors,
+                new_campaign=args.new_campaign,
+                progress_interval=args.progress_interval,
             )
-            rows = store.episodes(config.campaign_id)
+            rows = store.episodes(campaign_id)
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
-        print(f"ambitab-gym leakage: {error}", file=sys.stderr)
+        print(f"{prog}: {error}", file=sys.stderr)
         return 2
     from ambitab_gym.evaluation.summary import revealing_turns, reveals_sql_warning
 
@@ -163,9 +174,10 @@ def run(args: argparse.Namespace) -> int:
         sum(1 for n in revealing if n), sum(revealing), guarded=args.response_guard
     )
     if warning:
-        print(f"ambitab-gym leakage: {warning}", file=sys.stderr)
+        print(f"{prog}: {warning}", file=sys.stderr)
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
+    print(identity.describe())
     print(format_leakage_table({(args.oracle, label): report}))
     print(
         "\nPercentage points: mean ± SD over seeds [95% percentile bootstrap interval, "
@@ -186,15 +198,34 @@ def run(args: argparse.Namespace) -> int:
         f"{_points(checks['full_adv_recall'])}, precision {_points(checks['full_adv_precision'])}; "
         f"none^adv recall {_points(checks['none_adv_recall'])} - {verdict}"
     )
+    from ambitab_gym.evaluation.summary import token_totals
+
+    prompt_tokens, completion_tokens, tokens_by_role = token_totals(rows)
     print(
-        f"{report.episodes} episodes, {len(config.seeds)} seed(s); results in {args.results} "
-        f"(campaign {config.campaign_id})"
+        f"{report.episodes} episodes, {len(config.seeds)} seed(s), LLM tokens "
+        f"{prompt_tokens}+{completion_tokens}; results in {results} (campaign {campaign_id})"
     )
+    note = seeds_note_for(args)
+    if note:
+        print(note)
     if report.errors:
         print("errors: " + ", ".join(f"{k}: {v}" for k, v in sorted(report.errors.items())))
     usage = llm_usage(client)
     if usage is not None:
         print(usage[0])
+    status = campaign_outcome(report.errors, report.episodes, args, prog)
     if args.json:
-        print(json.dumps({**report.to_json(), **({"llm_usage": usage[1]} if usage else {})}))
-    return 0
+        llm = (
+            {
+                "llm_usage": usage[1],
+                "tokens": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "by_role": tokens_by_role,
+                },
+            }
+            if usage
+            else {}
+        )
+        print(json.dumps({**report.to_json(), **llm}))
+    return status

@@ -206,6 +206,7 @@ def run_leakage(
     bootstrap_seed: int = defaults.BOOTSTRAP_SEED,
     executor: Any = None,
     corpus: Corpus | None = None,
+    **run_options: Any,
 ) -> LeakageReport:
     """Run (or resume) a leakage campaign and return its report.
 
@@ -223,6 +224,8 @@ def run_leakage(
         corpus: the campaign's corpus already loaded, e.g. ``load_corpus(config.corpus,
             engine_override="postgres", options={"dsn": ...})`` to verify on one PostgreSQL
             server (each Ray worker opens its own pool to it); None: ``load_corpus(config.corpus)``.
+        **run_options: passed to :func:`~ambitab_gym.evaluation.engine.run_plan`
+            (``retry_errors``, ``new_campaign``, ``progress_interval``).
 
     Example:
         >>> import tempfile, os
@@ -271,7 +274,14 @@ def run_leakage(
             finish_row=_recall_only,
             label="leakage",
         )
-        run_plan(plan, store, concurrency=concurrency, progress=progress, executor=executor)
+        run_plan(
+            plan,
+            store,
+            concurrency=concurrency,
+            progress=progress,
+            executor=executor,
+            **run_options,
+        )
         return stored_leakage_report(
             store, plan.campaign_id, resamples=resamples, bootstrap_seed=bootstrap_seed
         )

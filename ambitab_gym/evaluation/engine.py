@@ -10,7 +10,18 @@ condition's env and asker are built; everything else happens here, once.
   seeds, conditions, and how to build a condition's env and asker.
 * :func:`run_plan` - register the campaign in the results store, find the units not stored yet
   (resume), run them with many episodes in flight, store each row as it finishes.
-* :func:`play_episode`, :func:`episode_seed` - one episode with an asker on an env.
+* :func:`play_episode`, :func:`episode_seed` - one episode with an asker on an env; the row
+  carries the episode's LLM tokens (``prompt_tokens``, ``completion_tokens``, ``llm_usage`` per
+  role), counted on a :func:`~ambitab_gym.llm.usage.usage_meter` of its own.
+* :class:`ProgressLog` - progress on a non-terminal: a line to stderr every few seconds (done /
+  total, rate, errors, ETA); terminals (and notebooks) get a tqdm bar.
+* :func:`seeds_can_vary` - whether any named component can behave differently under another
+  run seed (from the registry's declared tags, without running anything).
+
+Campaign identity: :func:`run_plan` folds the corpus identity (origin, checksum) and the package
+version into the plan's id (:class:`~ambitab_gym.evaluation.identity.CampaignIdentity`), and
+refuses (:class:`~ambitab_gym.evaluation.identity.CampaignMismatch`) to start a campaign whose
+configuration the store holds over other data or another version, unless ``new_campaign``.
 
 The default executor is local asyncio (:func:`run_units`): ``concurrency`` workers share one
 event loop, each with its own env and asker per condition (askers are stateful), so LLM-bound
@@ -24,28 +35,33 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ambitab_gym import registry
+from ambitab_gym import defaults, registry
 from ambitab_gym.corpora import Corpus
-from ambitab_gym.errors import ConfigurationError, category_of
+from ambitab_gym.errors import ConfigurationError, UnknownComponent, category_of
+from ambitab_gym.evaluation.identity import CampaignIdentity, CampaignMismatch, identity_of
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import episode_metrics
 from ambitab_gym.llm.sampling import EpisodeKey, episode_scope
+from ambitab_gym.llm.usage import usage_meter
 from ambitab_gym.oracles.base import Oracle
 from ambitab_gym.records import TaskRecord
 
 __all__ = [
     "CampaignPlan",
     "EpisodeParts",
+    "ProgressLog",
     "WorkUnit",
+    "check_identity",
     "config_hash",
     "create_oracle",
     "episode_seed",
@@ -53,6 +69,7 @@ __all__ = [
     "play_episode",
     "run_plan",
     "run_units",
+    "seeds_can_vary",
 ]
 
 #: ``condition -> (env, asker)``: builds one worker's env and asker for a condition.
@@ -113,6 +130,9 @@ class CampaignPlan:
         parts: ``condition -> (env, asker)``, called at most once per worker and condition.
         finish_row: adjusts a row before it is stored (e.g. recall-only runs store no success).
         label: the progress bar's label.
+        name: the configuration's hash: set by :func:`run_plan`, which moves the given
+            ``campaign_id`` here and sets ``campaign_id`` to the id folding in ``identity``.
+        identity: the corpus and package identity (set by :func:`run_plan` when None).
     """
 
     kind: str
@@ -125,6 +145,17 @@ class CampaignPlan:
     parts: EpisodeParts
     finish_row: Callable[[dict], None] | None = None
     label: str = ""
+    name: str | None = None
+    identity: CampaignIdentity | None = None
+
+    def settle_identity(self) -> str:
+        """Fold the corpus identity into the campaign id (once); returns the id."""
+        if self.name is None:
+            if self.identity is None:
+                self.identity = identity_of(self.corpus)
+            self.name = self.campaign_id
+            self.campaign_id = self.identity.campaign_id(self.name)
+        return self.campaign_id
 
 
 def episode_seed(seed: int, record_id: str) -> int:
@@ -160,6 +191,15 @@ async def play_episode(env: Any, asker: Any, record: TaskRecord, *, seed: int) -
         >>> row["stop_reason"], row["recall"]
         ('asker', 1.0)
     """
+    with usage_meter() as meter:
+        row = await _play(env, asker, record, seed=seed)
+    row["prompt_tokens"] = meter.prompt_tokens
+    row["completion_tokens"] = meter.completion_tokens
+    row["llm_usage"] = meter.to_dict() or None
+    return row
+
+
+async def _play(env: Any, asker: Any, record: TaskRecord, *, seed: int) -> dict:
     start = time.perf_counter()
     env.reset(seed=seed, options={"record_id": record.id})
     reset = getattr(asker, "reset", None)
@@ -246,7 +286,9 @@ async def run_units(
                 env, asker = built[unit.condition]
                 # LLM calls of this episode derive their seeds from its key (llm/sampling.py);
                 # each worker is its own task, so the key is its own
-                key = EpisodeKey(plan.campaign_id, unit.condition, unit.seed, unit.record.id)
+                # the configuration's hash, so another corpus or version samples the same seeds
+                name = plan.name or plan.campaign_id
+                key = EpisodeKey(name, unit.condition, unit.seed, unit.record.id)
                 with episode_scope(key):
                     row = await play_episode(env, asker, unit.record, seed=unit.seed)
                 row.update(campaign_id=plan.campaign_id, condition=unit.condition, seed=unit.seed)
@@ -261,6 +303,130 @@ async def run_units(
     await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(count)))
 
 
+def _duration(seconds: float) -> str:
+    """``1h02m``, ``3m05s``, ``42s``.
+
+    >>> _duration(3725), _duration(185), _duration(42.4)
+    ('1h02m', '3m05s', '42s')
+    """
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class ProgressLog:
+    """Progress as plain lines (for logs and pipes): one line when the run starts, one every
+    ``interval_s`` seconds while episodes finish, one at the end.
+
+    Args:
+        total: episodes to run.
+        label: the line's prefix (the corpus or campaign kind).
+        interval_s: seconds between lines.
+        stream: where lines go (default ``sys.stderr``).
+        clock: the time source (monotonic seconds).
+
+    Example:
+        >>> import io
+        >>> ticks = iter([0.0, 5.0, 10.0, 10.0])
+        >>> out = io.StringIO()
+        >>> log = ProgressLog(4, "bird", interval_s=10, stream=out, clock=lambda: next(ticks))
+        >>> log.update(error=True)   # at 5 s: too soon for a line
+        >>> log.update()             # at 10 s
+        >>> log.close()
+        >>> print(out.getvalue().strip())
+        bird: 4 episode(s) to run
+        bird: 2/4 episodes (50%), 0.20 ep/s, 1 error(s), ETA 10s
+        bird: 2/4 episodes (50%), 0.20 ep/s, 1 error(s), ended after 10s
+    """
+
+    def __init__(
+        self,
+        total: int,
+        label: str,
+        *,
+        interval_s: float = defaults.PROGRESS_INTERVAL_S,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total, self.label, self.interval_s = total, label, interval_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock
+        self.done = self.errors = 0
+        self.started = self._last = clock()
+        self._emit(f"{label}: {total} episode(s) to run")
+
+    def _emit(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+    def _status(self, now: float) -> tuple[str, float]:
+        rate = self.done / max(now - self.started, 1e-9)
+        percent = 100 * self.done / self.total if self.total else 100.0
+        line = (
+            f"{self.label}: {self.done}/{self.total} episodes ({percent:.0f}%), "
+            f"{rate:.2f} ep/s, {self.errors} error(s)"
+        )
+        return line, rate
+
+    def update(self, *, error: bool = False) -> None:
+        """One episode finished (``error``: it ended in an error)."""
+        self.done += 1
+        self.errors += int(error)
+        now = self.clock()
+        if now - self._last >= self.interval_s:
+            self._last = now
+            line, rate = self._status(now)
+            eta = _duration((self.total - self.done) / rate) if rate > 0 else "unknown"
+            self._emit(f"{line}, ETA {eta}")
+
+    def close(self) -> None:
+        """The last line."""
+        now = self.clock()
+        line, _ = self._status(now)
+        self._emit(f"{line}, ended after {_duration(now - self.started)}")
+
+
+class _Bar:
+    """tqdm with the error count shown."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.bar = tqdm(total=total, unit="ep", desc=label, leave=False)
+        self.errors = 0
+
+    def update(self, *, error: bool = False) -> None:
+        if error:
+            self.errors += 1
+            self.bar.set_postfix(errors=self.errors, refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class _Silent:
+    def update(self, *, error: bool = False) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _interactive(stream: TextIO) -> bool:
+    """A terminal, or a Jupyter kernel (where tqdm draws a widget)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules
+
+
+def _progress(total: int, label: str, progress: bool, interval_s: float | None) -> Any:
+    if not progress:
+        return _Silent()
+    if _interactive(sys.stderr):
+        return _Bar(total, label)
+    return ProgressLog(total, label, interval_s=interval_s or defaults.PROGRESS_INTERVAL_S)
+
+
 def _execute(
     plan: CampaignPlan,
     units: list[WorkUnit],
@@ -269,19 +435,14 @@ def _execute(
     concurrency: int,
     progress: bool,
     executor: Any = None,
+    progress_interval: float | None = None,
 ) -> None:
     """Run the units (here, or on ``executor``) and store every row as it arrives."""
-    bar = tqdm(
-        total=len(units),
-        disable=not progress,
-        unit="ep",
-        desc=plan.label or plan.corpus.name,
-        leave=False,
-    )
+    bar = _progress(len(units), plan.label or plan.corpus.name, progress, progress_interval)
 
     def on_row(row: dict) -> None:
         store.add_episode(row)
-        bar.update(1)
+        bar.update(error=row.get("error") is not None)
 
     try:
         if executor is None:
@@ -293,10 +454,69 @@ def _execute(
         store.flush()
 
 
-def pending_units(plan: CampaignPlan, store: ResultsStore) -> list[WorkUnit]:
-    """The plan's units that the store does not hold yet (what a resumed campaign runs)."""
-    todo = store.pending(plan.campaign_id, plan.seeds, plan.conditions, plan.records)
+def pending_units(
+    plan: CampaignPlan, store: ResultsStore, *, retry_errors: bool = False
+) -> list[WorkUnit]:
+    """The plan's units that the store does not hold yet (what a resumed campaign runs); with
+    ``retry_errors`` also those stored with an error."""
+    todo = store.pending(
+        plan.campaign_id, plan.seeds, plan.conditions, plan.records, retry_errors=retry_errors
+    )
     return [WorkUnit(condition, seed, record) for condition, seed, record in todo]
+
+
+def check_identity(plan: CampaignPlan, store: ResultsStore, *, new_campaign: bool = False) -> None:
+    """Settle the plan's id (:meth:`CampaignPlan.settle_identity`) and refuse to start its
+    campaign in a store that holds episodes of the same configuration over other data or another
+    package version (unless ``new_campaign``); resuming a stored campaign is always allowed.
+
+    Raises:
+        CampaignMismatch: naming the stored campaign, what differs, and what to do.
+    """
+    campaign_id = plan.settle_identity()
+    assert plan.name is not None and plan.identity is not None
+    if new_campaign or store.campaign(campaign_id) is not None:
+        return  # asked for a new campaign, or the stored one is resumed
+    others = [
+        c
+        for c in store.campaigns_named(plan.name)
+        if c["campaign_id"] != campaign_id and store.episode_count(c["campaign_id"])
+    ]
+    if not others:
+        return
+    stored = others[-1]
+    theirs = CampaignIdentity.from_columns(stored["corpus"] or plan.corpus.name, stored)
+    differs = "; ".join(plan.identity.differences(theirs)) or "its identity"
+    raise CampaignMismatch(
+        f"{store.path} holds campaign {stored['campaign_id']} with the same configuration over "
+        f"other data or another package version ({differs}); its episodes are not mixed with "
+        f"this run's. Give a new results file (--results PATH), or start campaign "
+        f"{campaign_id} next to it in this file with --new-campaign (new_campaign=True)."
+    )
+
+
+def seeds_can_vary(components: Iterable[tuple[str, str]]) -> bool:
+    """Whether another run seed can change what any of the ``(kind, name)`` components does.
+
+    Decided from the registry's declared tags, nothing is run: LLM components (tag ``llm``)
+    sample with seeds derived from the run seed; the scripted askers, solvers and oracles of
+    the registry ignore it (the env picks each record by id); an import path
+    (``module:callable``) is unknown code, so it is assumed to use the seed.
+
+    >>> seeds_can_vary([("asker", "full"), ("solver", "interpretation"),
+    ...                 ("oracle", "deterministic")])
+    False
+    >>> seeds_can_vary([("asker", "llm:direct")]), seeds_can_vary([("asker", "mine:Asker")])
+    (True, True)
+    """
+    for kind, name in components:
+        try:
+            entry = registry.get(kind, name)
+        except UnknownComponent:
+            return True
+        if "llm" in entry.tags:
+            return True
+    return False
 
 
 def run_plan(
@@ -307,34 +527,57 @@ def run_plan(
     progress: bool = True,
     prepare: Callable[[], None] | None = None,
     executor: Any = None,
+    retry_errors: bool = False,
+    new_campaign: bool = False,
+    progress_interval: float | None = None,
 ) -> int:
     """Register the campaign, run every unit not stored yet, store each row; returns how many
     episodes ran.
 
     Args:
-        plan: the campaign.
+        plan: the campaign; its ``campaign_id`` becomes the id that folds in the corpus
+            identity and the package version (:meth:`CampaignPlan.settle_identity`): read the
+            id from the plan afterwards.
         store: the open results store.
         concurrency: episodes in flight at once (useful with LLM servers).
-        progress: show a progress bar on stderr.
+        progress: show progress on stderr: a tqdm bar on a terminal (or in a notebook), else a
+            line every ``progress_interval`` seconds (:class:`ProgressLog`).
         prepare: called once before the first episode, only when there is work (builds
             expensive shared parts: solvers, LLM oracles).
         executor: runs the units elsewhere: an object with ``run(plan, units, on_row, *,
             concurrency)`` that calls ``on_row`` here for every row as it arrives (e.g.
             :class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`); None: this process's
             event loop. The store, resume and progress are the same either way.
+        retry_errors: also run the episodes stored with an error (their rows are replaced).
+        new_campaign: start the campaign even when the store holds its configuration over
+            other data or another package version (see :func:`check_identity`).
+        progress_interval: seconds between progress lines (default
+            :data:`~ambitab_gym.defaults.PROGRESS_INTERVAL_S`).
+
+    Raises:
+        CampaignMismatch: see :func:`check_identity`; nothing is stored then.
     """
+    check_identity(plan, store, new_campaign=new_campaign)
+    assert plan.name is not None and plan.identity is not None
     store.add_campaign(
         plan.campaign_id,
         plan.config,
         kind=plan.kind,
         corpus=plan.corpus.name,
         env_id=plan.corpus.env_id or "",
+        identity=plan.identity.columns(plan.name),
     )
-    units = pending_units(plan, store)
+    units = pending_units(plan, store, retry_errors=retry_errors)
     if units:
         if prepare is not None:
             prepare()
         _execute(
-            plan, units, store, concurrency=concurrency, progress=progress, executor=executor
+            plan,
+            units,
+            store,
+            concurrency=concurrency,
+            progress=progress,
+            executor=executor,
+            progress_interval=progress_interval,
         )
     return len(units)

@@ -5,7 +5,12 @@
 * :func:`play_episode`, :func:`episode_seed` - re-exported from the campaign engine
   (:mod:`ambitab_gym.evaluation.engine`), which runs the episodes.
 * :func:`run_campaign` - every (condition, seed, record) not yet stored, many in flight at once
-  against LLM servers, each stored as it finishes; returns the campaign's :class:`Summary`.
+  against LLM servers, each stored as it finishes; returns the campaign's :class:`Summary`
+  (with the campaign's id and the corpus it ran on).
+
+A config's :attr:`CampaignConfig.campaign_id` is the hash of the configuration (its *name*); the
+id in the results store also folds in the corpus identity and the package version
+(:meth:`CampaignConfig.stored_id`, :mod:`ambitab_gym.evaluation.identity`).
 
 Conditions (paper C.1): ``none`` (pi_none), ``asker`` (the evaluated asker), ``full`` (pi_full),
 all with the same solver and oracle. Records with m = 0 skip clarification.
@@ -13,7 +18,7 @@ all with the same solver and oracle. Records with m = 0 skip clarification.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,7 @@ from ambitab_gym.evaluation.engine import (
     play_episode,
     run_plan,
 )
+from ambitab_gym.evaluation.identity import identity_of
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import Summary, summarize_campaign
 from ambitab_gym.llm.sampling import check_stored_sampling
@@ -103,11 +109,22 @@ class CampaignConfig:
 
     @property
     def campaign_id(self) -> str:
-        """A stable id: the hash of the configuration."""
+        """A stable id: the hash of the configuration (the campaign's *name*; the results store
+        keys it by :meth:`stored_id`)."""
         data = asdict(self)
         if data["limits"] is None:
             del data["limits"]  # ids of campaigns from before the field existed stay the same
         return config_hash(data)
+
+    def stored_id(self, corpus: Corpus | None = None) -> str:
+        """The id the results store keys this campaign by: :attr:`campaign_id` with the corpus
+        identity (origin, checksum) and the package version folded in.
+
+        >>> config = CampaignConfig("AmbiTab-TACO-v0")
+        >>> config.stored_id() == config.stored_id() != config.campaign_id
+        True
+        """
+        return identity_of(corpus or load_corpus(self.corpus)).campaign_id(self.campaign_id)
 
 
 def _asker_for(condition: str, config: CampaignConfig, corpus: Corpus, llm_client: Any) -> Any:
@@ -126,6 +143,9 @@ def run_campaign(
     oracle_options: dict | None = None,
     executor: Any = None,
     corpus: Corpus | None = None,
+    retry_errors: bool = False,
+    new_campaign: bool = False,
+    progress_interval: float | None = None,
 ) -> Summary:
     """Run (or resume) a campaign and return its summary.
 
@@ -134,13 +154,21 @@ def run_campaign(
         results: a DuckDB results file or an open :class:`ResultsStore`.
         concurrency: episodes in flight at once (useful with LLM servers).
         llm_client: the LLM client for ``llm`` askers, solvers and oracles.
-        progress: show a progress bar on stderr.
+        progress: show progress on stderr (a bar on a terminal, else periodic lines).
         oracle_options: extra options for the oracle factory (LLM access policy, ...).
         executor: where the episodes run (:func:`~ambitab_gym.evaluation.engine.run_plan`);
             None: this process.
         corpus: the campaign's corpus already loaded, e.g. ``load_corpus(config.corpus,
             engine_override="postgres", options={"dsn": ...})`` to verify on one PostgreSQL
             server (each Ray worker opens its own pool to it); None: ``load_corpus(config.corpus)``.
+        retry_errors: run the episodes stored with an error again (their rows are replaced).
+        new_campaign: start this campaign even when the results file holds the same
+            configuration over another corpus or package version.
+        progress_interval: seconds between progress lines on a non-terminal.
+
+    Raises:
+        CampaignMismatch: the results file holds this configuration over other data (see
+            :func:`~ambitab_gym.evaluation.engine.check_identity`); nothing ran.
 
     Example:
         >>> import tempfile, os
@@ -205,8 +233,16 @@ def run_campaign(
             progress=progress,
             prepare=prepare,
             executor=executor,
+            retry_errors=retry_errors,
+            new_campaign=new_campaign,
+            progress_interval=progress_interval,
         )
-        return summarize_campaign(store.episodes(plan.campaign_id))
+        assert plan.identity is not None
+        return replace(
+            summarize_campaign(store.episodes(plan.campaign_id)),
+            campaign_id=plan.campaign_id,
+            corpus=plan.identity.to_dict(),
+        )
     finally:
         if "verifier" in shared:
             shared["verifier"].close()

@@ -12,6 +12,24 @@ the SQL to :data:`MAX_STORED_SQL_CHARS`; text that is not valid Unicode (lone su
 repaired with U+FFFD. Results files written before the ``verdict_detail`` column existed open
 as they are (the column is added, empty for their episodes).
 
+Token usage (since issue 17): each episode row has ``prompt_tokens`` and ``completion_tokens``
+(INTEGER, summed over every LLM call of the episode as the server reported them; 0 without an
+LLM) and ``llm_usage`` (JSON: ``{role: {"calls", "prompt_tokens", "completion_tokens"}}``, the
+same per role: asker, matcher, responder, solver). Older files get the columns, NULL for their
+episodes.
+
+Campaign identity (since issue 17): each campaign row also has ``campaign_name`` (the hash of
+the configuration alone: campaigns that differ only in their data share it), ``corpus_origin``
+(``bundled``, ``built`` or ``path``), ``corpus_path``, ``corpus_checksum`` (sha256 of the
+manifest, records and database files) and ``package_version``; NULL for campaigns stored before.
+:meth:`ResultsStore.campaign` and :meth:`ResultsStore.episodes` find a campaign by its id or by
+its name (the latest campaign of that name), so code that knows a configuration's hash
+(``CampaignConfig.campaign_id``) still finds its campaign.
+
+Errored episodes (an ``error`` category stored) can be re-run (``--retry-errors``): a new row for
+the same key replaces a stored row only when the stored one has an error; a completed row is
+never replaced.
+
 Audit marks (``ambitab-gym audit``) live in their own table, ``audit_marks``: one row per
 audited oracle answer (:data:`AUDIT_MARKS` names the marks), the latest mark winning.
 
@@ -36,6 +54,7 @@ from ambitab_gym.verify.base import MAX_MESSAGE_CHARS, bounded_text
 
 __all__ = [
     "AUDIT_COLUMNS",
+    "CAMPAIGN_IDENTITY_COLUMNS",
     "AUDIT_MARKS",
     "EPISODE_COLUMNS",
     "MAX_STORED_SQL_CHARS",
@@ -62,7 +81,12 @@ CREATE TABLE IF NOT EXISTS campaigns (
     corpus VARCHAR,
     env_id VARCHAR,
     config JSON,
-    created_at TIMESTAMP DEFAULT current_timestamp
+    created_at TIMESTAMP DEFAULT current_timestamp,
+    campaign_name VARCHAR,
+    corpus_origin VARCHAR,
+    corpus_path VARCHAR,
+    corpus_checksum VARCHAR,
+    package_version VARCHAR
 );
 CREATE TABLE IF NOT EXISTS episodes (
     campaign_id VARCHAR,
@@ -86,6 +110,9 @@ CREATE TABLE IF NOT EXISTS episodes (
     timings JSON,
     elapsed_s DOUBLE,
     finished_at TIMESTAMP DEFAULT current_timestamp,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    llm_usage JSON,
     PRIMARY KEY (campaign_id, condition, seed, record_id)
 );
 CREATE TABLE IF NOT EXISTS audit_marks (
@@ -122,7 +149,34 @@ AUDIT_COLUMNS = (
 )
 
 # columns added after the first release: older results files get them on open
-_ADDED_COLUMNS = ("ALTER TABLE episodes ADD COLUMN IF NOT EXISTS verdict_detail VARCHAR;",)
+_ADDED_COLUMNS = (
+    "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS verdict_detail VARCHAR;",
+    "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS prompt_tokens INTEGER;",
+    "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS completion_tokens INTEGER;",
+    "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS llm_usage JSON;",
+    *(
+        f"ALTER TABLE campaigns ADD COLUMN IF NOT EXISTS {column} VARCHAR;"
+        for column in (
+            "campaign_name",
+            "corpus_origin",
+            "corpus_path",
+            "corpus_checksum",
+            "package_version",
+        )
+    ),
+)
+
+#: Identity columns of the ``campaigns`` table (see the module docstring), in order.
+CAMPAIGN_IDENTITY_COLUMNS = (
+    "campaign_name",
+    "corpus_origin",
+    "corpus_path",
+    "corpus_checksum",
+    "package_version",
+)
+
+# JSON columns of the episodes table
+_JSON_COLUMNS = ("dialogue", "timings", "llm_usage")
 
 EPISODE_COLUMNS = (
     "campaign_id",
@@ -145,6 +199,9 @@ EPISODE_COLUMNS = (
     "dialogue",
     "timings",
     "elapsed_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "llm_usage",
 )
 
 
@@ -204,17 +261,47 @@ class ResultsStore:
         kind: str,
         corpus: str,
         env_id: str = "",
+        identity: Mapping[str, Any] | None = None,
     ) -> None:
-        """Record a campaign's configuration (idempotent)."""
+        """Record a campaign's configuration (idempotent).
+
+        Args:
+            identity: the values of :data:`CAMPAIGN_IDENTITY_COLUMNS` (``campaign_name``,
+                ``corpus_origin``, ``corpus_path``, ``corpus_checksum``, ``package_version``);
+                missing ones are stored as NULL.
+        """
+        identity = dict(identity or {})
+        values = [identity.get(column) for column in CAMPAIGN_IDENTITY_COLUMNS]
+        names = ", ".join(CAMPAIGN_IDENTITY_COLUMNS)
+        holes = ", ".join("?" for _ in CAMPAIGN_IDENTITY_COLUMNS)
         self._db.execute(
-            "INSERT INTO campaigns (campaign_id, kind, corpus, env_id, config) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            [campaign_id, kind, corpus, env_id, json.dumps(dict(config), sort_keys=True)],
+            f"INSERT INTO campaigns (campaign_id, kind, corpus, env_id, config, {names}) "
+            f"VALUES (?, ?, ?, ?, ?, {holes}) ON CONFLICT DO NOTHING",
+            [campaign_id, kind, corpus, env_id, json.dumps(dict(config), sort_keys=True), *values],
         )
 
-    def campaign(self, campaign_id: str) -> dict | None:
+    def resolve(self, campaign_id: str) -> str:
+        """The stored id a campaign id or name refers to: a campaign with that id (stored with
+        its identity), else the latest campaign of that name, else a campaign stored with that
+        id before names existed; the given text when none matches."""
         row = self._db.execute(
-            "SELECT campaign_id, kind, corpus, env_id, config FROM campaigns WHERE campaign_id = ?",
+            "SELECT campaign_id FROM campaigns WHERE campaign_id = ? AND campaign_name IS NOT NULL "
+            "UNION ALL SELECT * FROM (SELECT campaign_id FROM campaigns WHERE campaign_name = ? "
+            "ORDER BY created_at DESC, campaign_id DESC LIMIT 1)",
+            [campaign_id, campaign_id],
+        ).fetchone()
+        return row[0] if row is not None else campaign_id
+
+    def campaign(self, campaign_id: str) -> dict | None:
+        """A stored campaign (by id or name, see :meth:`resolve`): ``campaign_id``, ``kind``,
+        ``corpus``, ``env_id``, ``config`` and the :data:`CAMPAIGN_IDENTITY_COLUMNS` (None for
+        campaigns stored before they existed)."""
+        return self._campaign_row(self.resolve(campaign_id))
+
+    def _campaign_row(self, campaign_id: str) -> dict | None:
+        row = self._db.execute(
+            "SELECT campaign_id, kind, corpus, env_id, config, "
+            f"{', '.join(CAMPAIGN_IDENTITY_COLUMNS)} FROM campaigns WHERE campaign_id = ?",
             [campaign_id],
         ).fetchone()
         if row is None:
@@ -225,7 +312,26 @@ class ResultsStore:
             "corpus": row[2],
             "env_id": row[3],
             "config": json.loads(row[4]),
+            **dict(zip(CAMPAIGN_IDENTITY_COLUMNS, row[5:], strict=True)),
         }
+
+    def episode_count(self, campaign_id: str) -> int:
+        """How many episodes a campaign (this exact id) holds."""
+        self.flush()
+        row = self._db.execute(
+            "SELECT count(*) FROM episodes WHERE campaign_id = ?", [campaign_id]
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def campaigns_named(self, name: str) -> list[dict]:
+        """Every campaign whose ``campaign_name`` (or, for campaigns stored before names
+        existed, whose id) is ``name``: the same configuration, possibly over other data."""
+        ids = self._db.execute(
+            "SELECT campaign_id FROM campaigns WHERE campaign_name = ? OR "
+            "(campaign_name IS NULL AND campaign_id = ?) ORDER BY created_at, campaign_id",
+            [name, name],
+        ).fetchall()
+        return [c for c in (self._campaign_row(r[0]) for r in ids) if c is not None]
 
     def campaigns(self, kind: str | None = None) -> list[dict]:
         """Every campaign (optionally of one kind), oldest first."""
@@ -250,16 +356,32 @@ class ResultsStore:
         ).fetchall()
         return {(c, s, r) for c, s, r in rows}
 
+    def errored_keys(self, campaign_id: str) -> set[tuple[str, int, str]]:
+        """``(condition, seed, record_id)`` of every stored episode of a campaign that ended in
+        an error (what ``--retry-errors`` runs again)."""
+        self.flush()
+        rows = self._db.execute(
+            "SELECT condition, seed, record_id FROM episodes WHERE campaign_id = ? "
+            "AND error IS NOT NULL",
+            [campaign_id],
+        ).fetchall()
+        return {(c, s, r) for c, s, r in rows}
+
     def pending(
         self,
         campaign_id: str,
         seeds: Iterable[int],
         conditions: Iterable[str],
         records: Iterable[Any],
+        *,
+        retry_errors: bool = False,
     ) -> list[tuple[str, int, Any]]:
         """``(condition, seed, record)`` of every episode of a campaign not stored yet, in run
-        order (seed, then condition, then record)."""
+        order (seed, then condition, then record); with ``retry_errors`` also those stored with
+        an error (their rows are replaced when the new ones are written)."""
         done = self.done_keys(campaign_id)
+        if retry_errors:
+            done -= self.errored_keys(campaign_id)
         records, conditions = list(records), list(conditions)
         return [
             (condition, seed, record)
@@ -276,7 +398,7 @@ class ResultsStore:
         for column in EPISODE_COLUMNS:
             value = row.get(column)
             if (
-                column in ("dialogue", "timings")
+                column in _JSON_COLUMNS
                 and value is not None
                 and not isinstance(value, str)
             ):
@@ -294,19 +416,26 @@ class ResultsStore:
             self.flush()
 
     def flush(self) -> None:
-        """Write buffered episodes in one transaction (duplicates are ignored).
+        """Write buffered episodes in one transaction: a row whose key is stored already is
+        ignored, unless the stored row has an error (then it is replaced: ``--retry-errors``).
 
         One multi-row ``INSERT`` per chunk: DuckDB's ``executemany`` costs milliseconds a row.
         """
         if self._buffer:
             row = "(" + ", ".join("?" for _ in EPISODE_COLUMNS) + ")"
+            keys = ("campaign_id", "condition", "seed", "record_id")
+            update = ", ".join(
+                [f"{c} = excluded.{c}" for c in EPISODE_COLUMNS if c not in keys]
+                + ["finished_at = now()"]
+            )
             self._db.execute("BEGIN TRANSACTION")
             try:
                 for start in range(0, len(self._buffer), 512):
                     chunk = self._buffer[start : start + 512]
                     self._db.execute(
                         f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)}) VALUES "
-                        f"{', '.join(row for _ in chunk)} ON CONFLICT DO NOTHING",
+                        f"{', '.join(row for _ in chunk)} ON CONFLICT DO UPDATE SET {update} "
+                        "WHERE episodes.error IS NOT NULL",
                         [value for values in chunk for value in values],
                     )
                 self._db.execute("COMMIT")
@@ -317,18 +446,19 @@ class ResultsStore:
         self._last_flush = time.monotonic()
 
     def episodes(self, campaign_id: str | None = None) -> list[dict]:
-        """Stored episodes as dicts (JSON columns decoded), in a stable order."""
+        """Stored episodes (of one campaign, by id or name: :meth:`resolve`) as dicts (JSON
+        columns decoded), in a stable order."""
         self.flush()
         query = f"SELECT {', '.join(EPISODE_COLUMNS)} FROM episodes"
         params: list = []
         if campaign_id is not None:
             query += " WHERE campaign_id = ?"
-            params.append(campaign_id)
+            params.append(self.resolve(campaign_id))
         query += " ORDER BY campaign_id, condition, seed, record_id"
         out = []
         for row in self._db.execute(query, params).fetchall():
             item = dict(zip(EPISODE_COLUMNS, row, strict=True))
-            for column in ("dialogue", "timings"):
+            for column in _JSON_COLUMNS:
                 if isinstance(item[column], str):
                     item[column] = json.loads(item[column])
             out.append(item)
@@ -347,7 +477,7 @@ class ResultsStore:
             writer.writeheader()
             for row in rows:
                 row = dict(row)
-                for column in ("dialogue", "timings"):
+                for column in _JSON_COLUMNS:
                     row[column] = json.dumps(row[column], ensure_ascii=False)
                 writer.writerow(row)
         return len(rows)

@@ -5,7 +5,10 @@
 * :func:`summarize_campaign` - per seed: SR per condition, macro precision / recall / F1 of the
   asker (:func:`ambitab_gym.metrics.macro_means`), asking gain and signed gap; then mean and
   sample SD over seeds; fallback stops counted.
-* :func:`format_table` - the summary as an aligned text table.
+* :func:`format_table` - the summary as an aligned text table (with the LLM tokens stored).
+* :func:`token_totals` - prompt and completion tokens of episode rows, in total and per role.
+* :func:`error_rate_message` - the failure message of a campaign with too many errored episodes.
+* :func:`seeds_note` - the note for N > 1 seeds over components a seed cannot vary.
 * :func:`unreadable_counts`, :func:`revealing_turns` - per episode row: unreadable replies per
   role (matcher, responder, asker, solver) and answers flagged ``answer_reveals_sql``.
 
@@ -33,10 +36,13 @@ __all__ = [
     "Stat",
     "Summary",
     "episode_metrics",
+    "error_rate_message",
     "format_table",
     "revealing_turns",
     "reveals_sql_warning",
+    "seeds_note",
     "summarize_campaign",
+    "token_totals",
     "unreadable_counts",
 ]
 
@@ -171,6 +177,24 @@ class Summary:
     #: episodes with at least one oracle answer that reveals SQL, and such answers
     reveals_sql_episodes: int = 0
     reveals_sql_answers: int = 0
+    #: LLM tokens of the stored episodes (as the servers reported them), in total and per role
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the campaign's id and what it ran on (set by :func:`~ambitab_gym.evaluation.run_campaign`:
+    #: :meth:`~ambitab_gym.evaluation.identity.CampaignIdentity.to_dict`)
+    campaign_id: str = ""
+    corpus: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def error_count(self) -> int:
+        """Episodes that ended in an error."""
+        return sum(self.errors.values())
+
+    @property
+    def error_rate(self) -> float:
+        """The share of episodes that ended in an error (0 without episodes)."""
+        return self.error_count / self.episodes if self.episodes else 0.0
 
     def to_json(self) -> dict:
         """The ``--json`` object: rates in [0, 1] (means over seeds), SDs and counts."""
@@ -194,7 +218,15 @@ class Summary:
             "unreadable": {role: self.unreadable.get(role, 0) for role in ROLES},
             "reveals_sql_episodes": self.reveals_sql_episodes,
             "reveals_sql_answers": self.reveals_sql_answers,
+            "error_rate": self.error_rate,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens_by_role": {r: dict(c) for r, c in self.tokens_by_role.items()},
         }
+        if self.campaign_id:
+            out["campaign_id"] = self.campaign_id
+        if self.corpus:
+            out["corpus"] = dict(self.corpus)
         out["sd"] = {
             "sr_none": self.sr.get("none", Stat(None, None)).sd,
             "sr_asker": self.sr.get("asker", Stat(None, None)).sd,
@@ -204,6 +236,73 @@ class Summary:
             "f1": self.f1.sd,
         }
         return out
+
+
+def token_totals(rows: Iterable[Mapping]) -> tuple[int, int, dict[str, dict[str, int]]]:
+    """Prompt tokens, completion tokens and ``{role: {"calls", "prompt_tokens",
+    "completion_tokens"}}`` summed over episode rows (rows without counts add nothing).
+
+    >>> token_totals([{"prompt_tokens": 5, "completion_tokens": 2, "llm_usage":
+    ...     {"asker": {"calls": 1, "prompt_tokens": 5, "completion_tokens": 2}}},
+    ...     {"prompt_tokens": None}])
+    (5, 2, {'asker': {'calls': 1, 'prompt_tokens': 5, 'completion_tokens': 2}})
+    """
+    prompt = completion = 0
+    by_role: dict[str, dict[str, int]] = {}
+    for row in rows:
+        prompt += int(row.get("prompt_tokens") or 0)
+        completion += int(row.get("completion_tokens") or 0)
+        usage = row.get("llm_usage") or {}
+        if isinstance(usage, str):
+            try:
+                usage = json.loads(usage)
+            except json.JSONDecodeError:
+                usage = {}
+        for role, counts in (usage.items() if isinstance(usage, Mapping) else ()):
+            into = by_role.setdefault(
+                role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+            )
+            for key in into:
+                into[key] += int((counts or {}).get(key) or 0)
+    return prompt, completion, {role: by_role[role] for role in sorted(by_role)}
+
+
+def error_rate_message(errors: Mapping[str, int], episodes: int, threshold: float) -> str | None:
+    """The failure summary when errored episodes exceed ``threshold`` (a share), else None.
+
+    >>> print(error_rate_message({"connection": 1}, 20, 0.1))
+    None
+    >>> print(error_rate_message({"connection": 5, "timeout": 1}, 12, 0.1))
+    6 of 12 episodes (50.0%) ended in an error, more than the 10.0% allowed (--max-error-rate): connection 5, timeout 1. The figures above are not a measurement of the asker. Fix the cause (is the LLM server up and serving the model?), then rerun the same command with --retry-errors: the errored episodes run again and their rows are replaced.
+    """
+    count = sum(errors.values())
+    if not episodes or count / episodes <= threshold:
+        return None
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(errors.items()))
+    return (
+        f"{count} of {episodes} episodes ({100 * count / episodes:.1f}%) ended in an error, more "
+        f"than the {100 * threshold:.1f}% allowed (--max-error-rate): {kinds}. The figures above "
+        "are not a measurement of the asker. Fix the cause (is the LLM server up and serving "
+        "the model?), then rerun the same command with --retry-errors: the errored episodes run "
+        "again and their rows are replaced."
+    )
+
+
+def seeds_note(seeds: int, *, can_vary: bool) -> str | None:
+    """The note for ``seeds`` > 1 when no component can use the seed (else None).
+
+    >>> print(seeds_note(3, can_vary=True))
+    None
+    >>> seeds_note(3, can_vary=False).split(":")[0]
+    'note'
+    """
+    if seeds <= 1 or can_vary:
+        return None
+    return (
+        f"note: the {seeds} seeds ran identical episodes: every component is deterministic "
+        "(no LLM and no import-path part that could use the seed), so each ± is 0 by "
+        "construction, not a measured spread. One seed gives the same numbers."
+    )
 
 
 def _macro(rows: list[Mapping], key: str) -> float | None:
@@ -256,6 +355,7 @@ def summarize_campaign(rows: Iterable[Mapping]) -> Summary:
     for row in rows:
         for role, count in unreadable_counts(row).items():
             unreadable[role] += count
+    prompt_tokens, completion_tokens, tokens_by_role = token_totals(rows)
     return Summary(
         sr=sr,
         precision=Stat.of(_macro(asker_rows[s], "precision") for s in seeds),
@@ -270,6 +370,9 @@ def summarize_campaign(rows: Iterable[Mapping]) -> Summary:
         unreadable=unreadable,
         reveals_sql_episodes=sum(1 for n in revealing if n),
         reveals_sql_answers=sum(revealing),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tokens_by_role=tokens_by_role,
     )
 
 
@@ -282,8 +385,8 @@ def _cell(stat: Stat) -> str:
 def format_table(summaries: Mapping[str, Summary]) -> str:
     """An aligned table with the columns of paper Table 8 (percent, mean ± SD over seeds), the
     unreadable replies per role (matcher/responder/asker/solver), the episodes with an oracle
-    answer that reveals SQL, and the number of fallback-stop episodes (left out of recall and
-    F1)."""
+    answer that reveals SQL, the number of fallback-stop episodes (left out of recall and
+    F1), and the LLM tokens of the stored episodes (prompt+completion, every role)."""
     header = [
         "Corpus",
         "SR none",
@@ -294,6 +397,7 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
         "F1",
         "Gain",
         "Gap",
+        "Tokens in+out",
         "Unreadable m/r/a/s",
         "Reveals SQL",
         "Fallback",
@@ -311,6 +415,7 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
                 _cell(s.f1),
                 _cell(s.gain),
                 _cell(s.gap),
+                f"{s.prompt_tokens}+{s.completion_tokens}",
                 "/".join(str(s.unreadable.get(role, 0)) for role in ROLES),
                 str(s.reveals_sql_episodes),
                 str(s.fallback_stops),

@@ -2,15 +2,28 @@
 
 * :class:`CallRecord` - one call (all its attempts).
 * :class:`UsageSummary` - totals over many calls, with error counts by category.
+* :class:`UsageMeter`, :func:`usage_meter`, :func:`meter_call` - the calls made inside a scope
+  (one campaign episode), per role: the client reports every call to the meter of the running
+  context, so episodes in flight at once on one client are counted apart.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallRecord", "UsageSummary", "format_usage"]
+__all__ = [
+    "CallRecord",
+    "UsageMeter",
+    "UsageSummary",
+    "format_usage",
+    "meter_call",
+    "usage_meter",
+]
 
 
 @dataclass(frozen=True)
@@ -120,3 +133,63 @@ def format_usage(by_role: dict[str, UsageSummary]) -> str:
         for role, u in by_role.items()
     ]
     return "LLM calls: " + ("; ".join(parts) if parts else "none")
+
+
+@dataclass
+class UsageMeter:
+    """Calls and tokens per role inside one :func:`usage_meter` scope.
+
+    Example:
+        >>> with usage_meter() as meter:
+        ...     meter_call(CallRecord("t", True, None, 1, 0.1, 0.1, 7, 2, role="asker"))
+        >>> meter.to_dict(), meter.prompt_tokens, meter.completion_tokens
+        ({'asker': {'calls': 1, 'prompt_tokens': 7, 'completion_tokens': 2}}, 7, 2)
+    """
+
+    by_role: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, record: CallRecord) -> None:
+        """Count one call (its tokens when it succeeded)."""
+        counts = self.by_role.setdefault(
+            record.role or record.tag or "other",
+            {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
+        )
+        counts["calls"] += 1
+        if record.ok:
+            counts["prompt_tokens"] += record.prompt_tokens
+            counts["completion_tokens"] += record.completion_tokens
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c["prompt_tokens"] for c in self.by_role.values())
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c["completion_tokens"] for c in self.by_role.values())
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """``{role: {"calls", "prompt_tokens", "completion_tokens"}}``, roles sorted."""
+        return {role: dict(self.by_role[role]) for role in sorted(self.by_role)}
+
+
+_METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar(
+    "ambitab_llm_usage_meter", default=None
+)
+
+
+@contextlib.contextmanager
+def usage_meter() -> Iterator[UsageMeter]:
+    """Count the LLM calls made inside (this task and tasks it starts) on a new meter."""
+    meter = UsageMeter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+def meter_call(record: CallRecord) -> None:
+    """Count a call on the meter of the running context, if any (the client calls it)."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.add(record)
