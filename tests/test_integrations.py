@@ -1,7 +1,8 @@
-"""LLM-trainer adapters: published interfaces, full episodes, same reward as the raw env.
+"""LLM-trainer adapters: their interfaces, full episodes, same reward as the raw env.
 
-Interfaces are transcribed from the trainers' published sources (cited at each test); where a
-trainer installs here quickly (SkyRL-Gym) it is also tested against its own package.
+These tests need no trainer installed (the adapters' protocol methods are driven directly);
+SkyRL is also tested against its own package here, and TRL, verifiers and verl inside the real,
+installed trainers in ``tests/test_trainers_real.py``.
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ def test_skyrl_with_its_own_package():
     assert reward == _raw("bird-0040", ['What do you mean by "overdue"?', STOP])[0] == 1.0
 
 
-# -- verl: verl/interactions/base.py (volcengine/verl) -------------------------------------
+# -- verl < 0.9: verl/interactions/base.py (volcengine/verl; verl 0.9 removed it) --------
 
 
 def test_verl_published_interface():

@@ -7,13 +7,16 @@ Modules (each imports its trainer only if installed; names load on first use):
   ``random_menu_policy`` (needs the ``sb3`` extra).
 * :mod:`ambitab_gym.integrations.skyrl` - SkyRL: ``AmbiTabTextEnv`` (a ``BaseTextEnv``),
   ``register_skyrl``, ``skyrl_dataset``.
-* :mod:`ambitab_gym.integrations.verl` - verl: ``AmbiTabInteraction`` (a ``BaseInteraction``),
-  ``verl_dataset``.
+* :mod:`ambitab_gym.integrations.verl` - verl: ``AmbiTabAgentLoop`` (an ``AgentLoopBase`` of
+  verl >= 0.9), ``AmbiTabInteraction`` (a ``BaseInteraction`` of verl < 0.9), ``verl_dataset``.
 * :mod:`ambitab_gym.integrations.trl` - TRL: ``AmbiTabToolEnvironment`` and
   ``trl_environment_factory`` for ``GRPOTrainer(environment_factory=...)``, ``trl_dataset``,
   ``trl_reward``.
-* :mod:`ambitab_gym.integrations.verifiers` - verifiers: ``AmbiTabProtocol``
-  (``MultiTurnEnv``-style methods), ``load_environment``, ``verifiers_dataset``.
+* :mod:`ambitab_gym.integrations.verifiers` - verifiers >= 0.4: ``AmbiTabTaskset`` and
+  ``AmbiTabVerifiersEnv`` (``load_environment``); ``AmbiTabProtocol`` (verifiers 0.1.x
+  ``MultiTurnEnv``-style methods), ``verifiers_dataset``.
+
+Each test of these against the installed trainer is in ``tests/test_trainers_real.py``.
 * :mod:`ambitab_gym.integrations.common` - ``ChatSession``, ``score_episode``, ``macro_means``,
   ``group_advantages`` (paper eq. 4 with zero-advantage group filtering).
 """
@@ -37,6 +40,7 @@ _MODULES = {
     "AmbiTabTextEnv": "ambitab_gym.integrations.skyrl",
     "register_skyrl": "ambitab_gym.integrations.skyrl",
     "skyrl_dataset": "ambitab_gym.integrations.skyrl",
+    "AmbiTabAgentLoop": "ambitab_gym.integrations.verl",
     "AmbiTabInteraction": "ambitab_gym.integrations.verl",
     "verl_dataset": "ambitab_gym.integrations.verl",
     "AmbiTabToolEnvironment": "ambitab_gym.integrations.trl",
@@ -44,6 +48,8 @@ _MODULES = {
     "trl_environment_factory": "ambitab_gym.integrations.trl",
     "trl_reward": "ambitab_gym.integrations.trl",
     "AmbiTabProtocol": "ambitab_gym.integrations.verifiers",
+    "AmbiTabTaskset": "ambitab_gym.integrations.verifiers",
+    "AmbiTabVerifiersEnv": "ambitab_gym.integrations.verifiers",
     "load_environment": "ambitab_gym.integrations.verifiers",
     "verifiers_dataset": "ambitab_gym.integrations.verifiers",
 }

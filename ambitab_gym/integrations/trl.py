@@ -1,10 +1,12 @@
-"""TRL adapter: AmbiTab for ``GRPOTrainer(environment_factory=...)``.
+"""TRL adapter: AmbiTab for ``GRPOTrainer(environment_factory=...)`` (TRL >= 1.16).
 
-TRL's environment contract (``docs/source/openenv.md``, "Environment class requirements"): a
-class whose ``__init__`` takes no argument; ``reset(**kwargs)`` receives the dataset row's
-columns and returns an observation string or ``None``; every other public method is a tool
-whose docstring documents its ``Args:``; reward functions receive the instances as
-``environments``.
+TRL's environment contract (``GRPOTrainer``'s ``environment_factory`` argument): a class whose
+``__init__`` takes no argument; ``reset(**kwargs)`` receives the dataset row's columns and
+returns an observation string or ``None``; every other public method is a tool whose docstring
+documents its ``Args:``, offered to the model through the chat template's tool-calling format;
+reward functions receive the instances as ``environments``. ``tests/test_trainers_real.py``
+runs a few GRPO steps of the installed TRL on CPU with a tiny local model whose tool calls reach
+these methods, and checks every logged reward against the raw env.
 
 * :class:`AmbiTabToolEnvironment` - the environment class: tools ``ask(question)`` and
   ``stop()``; ``reward`` holds the episode's reward once it is over.
