@@ -48,7 +48,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ambitab_gym.textutil import extract_sql, find_json_object, strip_thinking, unfence
 from ambitab_gym.verify.base import bounded_text
@@ -162,7 +162,7 @@ def repair_text(text: str) -> tuple[str, str]:
 
 
 def _join(*notes: str) -> str:
-    return "; ".join(n for n in notes if n)
+    return "; ".join([n for n in notes if n])
 
 
 def _as_text(action: Any) -> tuple[str, str]:
@@ -251,8 +251,7 @@ def _unquote(text: str) -> str:
 # -- the reading, step by step ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Text:
+class _Text(NamedTuple):
     """A reply as text: the body to read, notes so far, and the raw text kept."""
 
     body: str
@@ -329,7 +328,7 @@ def _stop_marked(body: str) -> bool:
 
 
 def _read_question(action: Any) -> ParsedAction:
-    if isinstance(action, Mapping):
+    if type(action) is not str and isinstance(action, Mapping):
         try:
             text = json.dumps(dict(action), ensure_ascii=False, default=str)
         except (TypeError, ValueError, RecursionError):
@@ -367,7 +366,7 @@ _SQL_KEYS = ("output", "sql", "query", "final_sql")
 
 
 def _read_sql(action: Any) -> ParsedAction:
-    if isinstance(action, Mapping):
+    if type(action) is not str and isinstance(action, Mapping):
         if "output" not in action:
             return ParsedAction("sql", "", "unreadable", "a mapping without 'output': no SQL", "")
         text, note = _field_text(action["output"])
