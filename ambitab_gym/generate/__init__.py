@@ -8,6 +8,8 @@
 * :func:`write_corpus` - an ordinary corpus folder (``ambitab-gym generate``).
 * :class:`ProceduralCorpus`, :class:`ProceduralEnv` - the ``AmbiTab-Procedural-v0`` env: a
   fresh task at every reset.
+* :class:`TaskPrefetcher`, :func:`task_seed` - worker processes that generate the env's next
+  tasks ahead (``prefetch=N``), the same tasks as in process.
 
 See ``docs/generate.md``.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 from ambitab_gym.generate.database import GeneratedDatabase, build_database
 from ambitab_gym.generate.domains import DOMAINS, TEST_DOMAINS, TRAIN_DOMAINS, Domain
 from ambitab_gym.generate.families import FAMILIES
+from ambitab_gym.generate.prefetch import PrefetchError, TaskPrefetcher, task_seed
 from ambitab_gym.generate.tasks import (
     GENERATOR_VERSION,
     DatabasePool,
@@ -36,6 +39,9 @@ __all__ = [
     "GeneratedDatabase",
     "GeneratedTask",
     "GeneratorConfig",
+    "PrefetchError",
     "TaskGenerator",
+    "TaskPrefetcher",
     "build_database",
+    "task_seed",
 ]
