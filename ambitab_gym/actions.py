@@ -89,10 +89,10 @@ _MAX_LITERAL_CHARS = 20_000
 _MARK = r"(?:<\s*stop\s*/?\s*>|\[\s*stop\s*\])"
 #: Prose that ends with the stop marker: ``... <STOP>``, ``...\nSTOP``, ``Thanks. STOP.``
 _TRAILING_STOP = re.compile(
-    rf"(?:(?i:{_MARK})|(?:\A|(?<=[\n.!:;\-—]))[ \t*_`]*STOP)[ \t\n*_`\"'.!]*\Z"
+    rf"(?:(?i:{_MARK})|(?:\A|(?<=[\n.!:;—]))[ \t*_`]*STOP)[ \t\n*_`\"'.!]*\Z"
 )
 #: Prose that starts with the stop marker: ``<STOP>\nNo more questions.``, ``STOP. I know...``
-_LEADING_STOP = re.compile(rf"\A[\s*_`]*(?:(?i:{_MARK})|STOP(?=[ \t*_`]*[\n.!:\-—]))")
+_LEADING_STOP = re.compile(rf"\A[\s*_`]*(?:(?i:{_MARK})|STOP(?=[ \t*_`]*[\n.!:—]))")
 _QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»"}
 
 #: How an action was read: ``question`` (plain text), ``stop`` (the sentinel), ``json`` (the

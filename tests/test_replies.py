@@ -100,6 +100,20 @@ ASK_CASES = [
         "question",
         "Do you want rows before the STOP date?",
     ),
+    _case(
+        "STOP-hyphen-word",
+        "STOP-loss orders or market orders?",
+        "question",
+        "STOP-loss orders or market orders?",
+    ),
+    _case(
+        "ends-with-hyphenated-STOP",
+        "Should I include flights that are non-STOP",
+        "question",
+        "Should I include flights that are non-STOP",
+        False,
+    ),
+    _case("prose-em-dash-STOP", "That settles it — STOP", "stop"),
     # the JSON form: bare, fenced with and without a tag, ~~~, inside prose, Python-style
     _case(
         "json", '{"type": "clarification", "output": "Which region?"}', "question", "Which region?"
