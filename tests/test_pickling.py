@@ -12,6 +12,8 @@
   PostgreSQL engine pickles by its connection settings, never a connection: an env verifying
   on a real PostgreSQL server, pickled, verifies alike over server sessions of its own.
 * A pickled env runs in a freshly spawned process and returns the rewards the local env gives.
+* The trainer adapters (TRL, verl, verifiers, SkyRL) pickle; a SkyRL env pickled mid-episode
+  ends it with the original's reward.
 """
 
 from __future__ import annotations
@@ -280,3 +282,19 @@ def test_an_env_verifying_on_postgres_pickles_and_opens_its_own_pool(postgres_cl
     assert theirs and not mine & theirs  # its own server sessions
     env.close()
     copy.close()
+
+
+def test_trainer_adapters_pickle():
+    from ambitab_gym.integrations.skyrl import AmbiTabTextEnv
+    from ambitab_gym.integrations.trl import AmbiTabToolEnvironment
+    from ambitab_gym.integrations.verifiers import AmbiTabProtocol
+    from ambitab_gym.integrations.verl import AmbiTabInteraction
+
+    for adapter in (AmbiTabToolEnvironment(), AmbiTabInteraction({}), AmbiTabProtocol()):
+        assert type(pickle.loads(pickle.dumps(adapter))) is type(adapter)
+    env = AmbiTabTextEnv({"env_id": "AmbiTab-Bird-v0"}, {"record_id": "bird-0014"})
+    env.init([])
+    env.step('What do you mean by "recently"?')
+    copy = pickle.loads(pickle.dumps(env))  # mid-episode
+    mine, theirs = env.step("<STOP>"), copy.step("<STOP>")
+    assert (theirs["done"], theirs["reward"]) == (mine["done"], mine["reward"]) == (True, 1.0)
