@@ -163,15 +163,23 @@ class GeneratorConfig:
 
 
 _M = TypeVar("_M", bound=BaseModel)
+#: field names of the record models, in order
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    model: tuple(model.model_fields)
+    for model in (PublicSpec, Ambiguity, VerificationSpec, TaskRecord)
+}
 
 
 def _built(model: type[_M], fields_set: set[str], /, **values: object) -> _M:
     """``model.model_construct(fields_set, **values)`` given every field, without its per-field
     default handling: a model instance holding exactly ``values`` (the fast record path;
     ``tests/test_generate.py`` checks the result equals the validated record)."""
-    ordered = {name: values[name] for name in model.model_fields}  # every field, in order
-    if len(ordered) != len(values):
-        raise TypeError(f"not fields of {model.__name__}: {sorted(set(values) - set(ordered))}")
+    names = _FIELD_NAMES.get(model) or tuple(model.model_fields)
+    ordered = values
+    if tuple(values) != names:  # every field, in order
+        ordered = {name: values[name] for name in names}
+        if len(ordered) != len(values):
+            raise TypeError(f"not fields of {model.__name__}: {sorted(set(values) - set(names))}")
     instance = model.__new__(model)
     object.__setattr__(instance, "__dict__", ordered)
     object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
@@ -651,6 +659,7 @@ class TaskGenerator:
                     _built(
                         TaskRecord,
                         _RECORD_FIELDS,
+                        format_version=FORMAT_VERSION,
                         id=f"{task_id}-{k}",
                         avt_id=task_id,
                         corpus=config.corpus,
@@ -669,7 +678,6 @@ class TaskGenerator:
                             cleanup_sql=(),
                         ),
                         source=source,
-                        format_version=FORMAT_VERSION,
                     )
                 )
                 continue
