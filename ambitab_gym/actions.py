@@ -134,7 +134,7 @@ class ParsedAction:
         not read it (form ``ignored``)."""
         if self.form == "ignored":
             return None
-        if self.form == "unreadable":
+        if self.form == "unreadable" and self.kind != "stop":  # a stop is a stop, however sent
             return "unreadable"
         return self.kind
 
@@ -381,8 +381,8 @@ def _read_sql(action: Any) -> ParsedAction:
     body, note, raw = reply.body, reply.note, reply.raw
     if reply.literal:
         _, json_note = _decode_json(body)
-        note = _join(note, json_note, cleaned)
-        return ParsedAction("sql", body, "unreadable" if note else "sql", note, raw)
+        form: Form = "unreadable" if not_text or json_note else "sql"
+        return ParsedAction("sql", body, form, _join(note, json_note, cleaned), raw)
     obj, json_note = _decode_json(body)
     if obj is not None:
         for key in _SQL_KEYS:
@@ -390,8 +390,8 @@ def _read_sql(action: Any) -> ParsedAction:
                 sql, output_note = _field_text(obj[key])
                 sql, again = repair_text(unfence(sql.strip()))
                 note = _join(note, output_note, cleaned, again)
-                form: Form = "unreadable" if not_text or output_note else "json"
-                return ParsedAction("sql", sql, form, note, raw)
+                json_form: Form = "unreadable" if not_text or output_note else "json"
+                return ParsedAction("sql", sql, json_form, note, raw)
         note = _join(note, "a JSON object without 'output': read as SQL as it is", cleaned)
         return ParsedAction("sql", body, "unreadable", note, raw)
     if json_note:
@@ -403,8 +403,7 @@ def _read_sql(action: Any) -> ParsedAction:
         return ParsedAction("sql", body, "unreadable", note, raw)
     if sql != body:
         note = _join(note, "SQL taken from within the reply")
-    form = "unreadable" if not_text or cleaned else "sql"
-    return ParsedAction("sql", sql, form, _join(note, cleaned), raw)
+    return ParsedAction("sql", sql, "unreadable" if not_text else "sql", _join(note, cleaned), raw)
 
 
 def read_reply(reply: Any, *, phase: Literal["ask", "sql"] = "ask") -> ParsedAction:

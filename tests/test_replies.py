@@ -510,3 +510,25 @@ def test_hostile_tag_soup_is_read_in_one_pass():
     assert strip_thinking(soup) == ""
     assert read_reply(soup).read == "unreadable"
     assert read_reply("```" * 100_001, phase="sql").kind == "sql"
+
+
+class _SaysStop:
+    def __str__(self) -> str:
+        return "STOP"
+
+
+def test_read_is_what_the_env_did_with_the_reply():
+    # a stop sent as an object is still a stop (the form says it was not text)
+    reading = read_reply(_SaysStop())
+    assert (reading.kind, reading.read, reading.form) == ("stop", "stop", "unreadable")
+    # repaired SQL is still SQL; the note says what was repaired
+    reading = read_sql_action("SELECT 'a\x00b'")
+    assert (reading.read, reading.text) == ("sql", "SELECT 'a\ufffdb'")
+    assert reading.note == "NUL characters replaced by U+FFFD"
+    # not read at all: the env skips asking on an m = 0 record
+    env = gym.make(ENV_ID, zero_ambiguity="skip", mode="ask_only")
+    record = next(r for r in env.unwrapped.records if r.m == 0)
+    env.reset(seed=0, options={"record_id": record.id})
+    *_, terminated, _, info = env.step("Which year?")
+    assert terminated and info["action_parse"] == "ignored" and "reply_read" not in info
+    env.close()
