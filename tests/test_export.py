@@ -118,6 +118,27 @@ def test_default_path_campaign_filter_and_stdout(results, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 48
 
 
+def test_with_campaign_adds_the_stored_campaign_row(results, tmp_path):
+    out = tmp_path / "with-campaign.jsonl"
+    assert main(["export", str(results), "--with-campaign", "--out", str(out)]) == 0
+    with duckdb.connect(str(results), read_only=True) as db:
+        cursor = db.execute("SELECT * FROM campaigns")
+        names = [d[0] for d in cursor.description]
+        stored = {}
+        for values in cursor.fetchall():
+            row = dict(zip(names, values, strict=True))
+            row["config"] = json.loads(row["config"])
+            campaign_id = row.pop("campaign_id")
+            stored[campaign_id] = {k: v for k, v in row.items() if k != "created_at"}
+    rows = [_strict(line) for line in out.read_text("utf-8").splitlines()]
+    assert len(rows) == 48
+    for row in rows:
+        assert list(row) == [*EPISODE_COLUMNS, "campaign"]
+        assert row["campaign"] == stored[row["campaign_id"]]
+    assert {r["campaign"]["config"]["asker"] for r in rows} == {"full", "generic"}
+    assert {r["campaign"]["corpus_origin"] for r in rows} == {"bundled"}
+
+
 def test_failures_are_usage_errors(results, tmp_path, capsys):
     capsys.readouterr()
     assert main(["export", str(tmp_path / "missing.duckdb")]) == 2

@@ -54,6 +54,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="ID",
         help="only this campaign (id or unique id prefix); repeat for several",
     )
+    parser.add_argument(
+        "--with-campaign",
+        action="store_true",
+        help="add each episode's campaign (kind, corpus, configuration, corpus origin and "
+        "checksum, package version) as the field 'campaign'",
+    )
     parser.set_defaults(func=run)
 
 
@@ -71,7 +77,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"ambitab-gym export: --out {out} is the results file itself", file=sys.stderr)
         return 2
     try:
-        summary = export_jsonl(results, sys.stdout if out == "-" else out, args.campaign)
+        summary = export_jsonl(
+            results,
+            sys.stdout if out == "-" else out,
+            args.campaign,
+            with_campaign=args.with_campaign,
+        )
     except (ResultsFileError, ValueError, OSError) as error:
         print(f"ambitab-gym export: {error}", file=sys.stderr)
         return 2

@@ -1,9 +1,10 @@
 """Episode export: the stored episodes of a results file as JSON Lines, and a loader.
 
 * :func:`export_jsonl` - write one JSON object per stored episode (the fields of
-  :data:`~ambitab_gym.evaluation.store.EPISODE_COLUMNS`, ``dialogue`` and ``timings`` decoded),
-  for every campaign of a results file or the ones named; ``ambitab-gym export RESULTS --jsonl``
-  calls it.
+  :data:`~ambitab_gym.evaluation.store.EPISODE_COLUMNS`, JSON columns decoded), for every
+  campaign of a results file or the ones named; with ``with_campaign`` each object also carries
+  its campaign (kind, corpus, configuration and identity) under ``campaign``.
+  ``ambitab-gym export RESULTS --jsonl`` calls it.
 * :func:`write_jsonl` - the same for rows already read (one line each, UTF-8, keys in column
   order, non-finite numbers as ``null`` so that every line is strict JSON).
 * :func:`load_dataset` - read such a file as a Hugging Face ``datasets.Dataset`` (the
@@ -87,6 +88,8 @@ def export_jsonl(
     results: str | Path,
     out: str | Path | IO[str],
     campaign_ids: Sequence[str] | None = None,
+    *,
+    with_campaign: bool = False,
 ) -> ExportSummary:
     """Export the episodes of a results file as JSON Lines.
 
@@ -97,6 +100,9 @@ def export_jsonl(
             stream.
         campaign_ids: campaigns by id or unique id prefix (default: every campaign, oldest
             first).
+        with_campaign: add ``campaign`` to each object: the stored campaign row (``kind``,
+            ``corpus``, ``env_id``, ``config`` and the identity columns) without its id, which
+            the episode already has.
 
     Returns:
         :class:`ExportSummary`.
@@ -123,8 +129,13 @@ def export_jsonl(
     if not results.is_file():
         raise ConfigurationError(f"no results file at {results}")
     with ResultsStore(results) as store:
-        chosen = [c["campaign_id"] for c in select_campaigns(store, campaign_ids)]
-        rows = [row for campaign_id in chosen for row in store.episodes(campaign_id)]
+        campaigns = select_campaigns(store, campaign_ids)
+        chosen = [c["campaign_id"] for c in campaigns]
+        rows = []
+        for campaign in campaigns:
+            about = {k: v for k, v in campaign.items() if k != "campaign_id"}
+            for row in store.episodes(campaign["campaign_id"]):
+                rows.append({**row, "campaign": about} if with_campaign else row)
     if not isinstance(out, (str, Path)):
         return ExportSummary(path=None, episodes=write_jsonl(rows, out), campaigns=tuple(chosen))
     path = Path(out)
