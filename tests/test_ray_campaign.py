@@ -27,6 +27,7 @@ ray = pytest.importorskip("ray")
 
 from ambitab_gym.cli import main  # noqa: E402
 from ambitab_gym.diagnostics import LeakageConfig, run_leakage  # noqa: E402
+from ambitab_gym.errors import ConfigurationError  # noqa: E402
 from ambitab_gym.evaluation import ResultsStore  # noqa: E402
 from ambitab_gym.evaluation.ray_executor import RayExecutor  # noqa: E402
 from ambitab_gym.evaluation.runner import CampaignConfig, run_campaign  # noqa: E402
@@ -272,3 +273,9 @@ def test_only_the_campaign_client_moves_to_each_worker_server():
     assert [c.base_url for c in first] == ["http://oracle:9000/v1", "http://gpu1:8000/v1"]
     assert [c.base_url for c in second] == ["http://oracle:9000/v1", "http://gpu2:8000/v1"]
     assert first[0] is oracle and second[1].params == campaign.params
+
+
+def test_more_workers_than_the_cluster_has_cpus_is_refused(cluster, tmp_path):
+    config = CampaignConfig("AmbiTab-Bird-v0", asker="full", seeds=(0,), limit=2)
+    with pytest.raises(ConfigurationError, match="3 Ray worker"):
+        run_campaign(config, tmp_path / "r.duckdb", progress=False, executor=RayExecutor(workers=3))

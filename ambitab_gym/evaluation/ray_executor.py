@@ -298,7 +298,14 @@ class RayExecutor:
                 ray.shutdown()
 
     def _start(self, ray: Any) -> None:
-        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        cpus = float(ray.cluster_resources().get("CPU", 0))
+        count = self.workers or max(1, int(cpus / self.worker_cpus) if self.worker_cpus else 1)
+        if count * self.worker_cpus > cpus:
+            # workers that cannot be placed would hold their units forever
+            raise ConfigurationError(
+                f"{count} Ray worker(s) of {self.worker_cpus:g} CPU need more than the "
+                f"cluster's {cpus:g} CPUs; ask for fewer workers (--ray-workers) or add nodes"
+            )
         if len(self._actors) != count:
             self.close()
             remote = ray.remote(_Worker).options(
