@@ -26,8 +26,8 @@ LLM usage. Each unit reports the calls its worker's clients made; the driver add
 campaign's clients (:meth:`~ambitab_gym.llm.LLMClient.absorb_usage`), so the calls printed per
 role are those of a local run (the calls of a unit lost with a dead worker are not counted).
 
-Ray is imported when a :class:`RayExecutor` runs, never by importing this module, and no other
-module of the package imports this one: without ``--executor ray`` Ray is not loaded.
+Ray is imported when a :class:`RayExecutor` runs, never by importing this module, and the
+package imports this module only for ``--executor ray``: without it Ray is not loaded.
 """
 
 from __future__ import annotations
