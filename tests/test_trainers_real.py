@@ -80,7 +80,6 @@ def test_trl_grpo_run_on_cpu_rewards_come_from_the_env(tmp_path, monkeypatch):
 
     from ambitab_gym.integrations.trl import trl_dataset, trl_environment_factory, trl_reward
 
-    torch.set_num_threads(1)
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer)
     before = [p.detach().clone() for p in model.parameters()]
@@ -121,7 +120,12 @@ def test_trl_grpo_run_on_cpu_rewards_come_from_the_env(tmp_path, monkeypatch):
         processing_class=tokenizer,
         environment_factory=trl_environment_factory(ENV_ID, split="dev"),
     )
-    trainer.train()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        trainer.train()
+    finally:
+        torch.set_num_threads(threads)  # one thread for this run only
 
     steps = [h for h in trainer.state.log_history if "reward" in h]
     assert trainer.state.global_step == 2 and len(steps) == len(seen) == 2
