@@ -162,11 +162,27 @@ class GeneratedDatabase:
             self.fingerprints.move_to_end(key)
             return self.fingerprints[key]
         rows = self.connection.execute(sql).fetchall()
-        value: frozenset | None = None
-        null_free = not any(v is None for row in rows for v in row)
-        if rows and null_free and not (count and all(row[-1] == 0 for row in rows)):
-            value = frozenset(normalize_rows(rows, 4))
+        value = _fingerprint_of(rows, count)
         self.fingerprints[key] = value
+        if len(self.fingerprints) > _RESULT_CACHE:
+            self.fingerprints.popitem(last=False)
+        return value
+
+    def cached_fingerprint(self, sql: str, *, count: bool = False) -> frozenset | None | bool:
+        """The cached :meth:`fingerprint` of ``sql``, or False when none is cached."""
+        key = (sql, count)
+        if key in self.fingerprints:
+            self.fingerprints.move_to_end(key)
+            return self.fingerprints[key]
+        return False
+
+    def remember_fingerprint(
+        self, sql: str, rows: list[tuple], *, count: bool = False
+    ) -> frozenset | None:
+        """Cache and return the fingerprint of ``rows``, the result of ``sql`` computed another
+        way (one query for several readings)."""
+        value = _fingerprint_of(rows, count)
+        self.fingerprints[(sql, count)] = value
         if len(self.fingerprints) > _RESULT_CACHE:
             self.fingerprints.popitem(last=False)
         return value
@@ -181,6 +197,15 @@ class GeneratedDatabase:
             if len(self.quantiles) < _RESULT_CACHE:
                 self.quantiles[key] = value
         return value
+
+
+def _fingerprint_of(rows: list[tuple], count: bool) -> frozenset | None:
+    """Rows as a set of normalized rows (floats to 4 decimals), or None when they are empty,
+    hold a NULL or (``count``) count nothing."""
+    null_free = not any(v is None for row in rows for v in row)
+    if rows and null_free and not (count and all(row[-1] == 0 for row in rows)):
+        return frozenset(normalize_rows(rows, 4))
+    return None
 
 
 def _quote(value: object) -> str:

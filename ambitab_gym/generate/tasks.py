@@ -548,24 +548,87 @@ class TaskGenerator:
     ) -> bool:
         """Whether every reading's result is non-empty, NULL-free and pairwise different.
 
-        Each reading's SQL is executed (results are cached per database by SQL text: a
-        database never changes, so a cached result is the result). A ranking's result is read
-        off one executed probe - the same query with ``c.name, SUM(...)`` selected and
-        ``LIMIT`` :data:`_RANK_PROBE` - instead of two queries: its first ``limit`` names are
-        the reading's rows whenever there is no tie at the cut, and a tie at the cut rejects
-        the task either way; readings that differ only in their limit share the probe.
+        Every reading's result is computed on the database (and cached per database by SQL
+        text: a database never changes, so a cached result is the result):
+
+        * an aggregate's readings (total, average, count) come from one executed query per
+          event table and grouping - each reading's aggregate as a ``CASE WHEN <its
+          conditions>`` column over the same rows (:meth:`_batch_keys`) - instead of 2^m
+          queries; ``tests/test_generate_speed.py`` checks these equal executing each
+          reading's own SQL;
+        * a ranking's result is read off one executed probe - the same query with ``c.name,
+          SUM(...)`` selected and ``LIMIT`` :data:`_RANK_PROBE` - instead of two queries: its
+          first ``limit`` names are the reading's rows whenever there is no tie at the cut, and
+          a tie at the cut rejects the task either way; readings that differ only in their
+          limit share the probe.
         """
-        seen: set[frozenset] = set()
-        ranking = plan.skeleton == "ranking"
-        for sql, combo in zip(sqls, combos, strict=True):
-            if ranking:
-                key = self._ranking_key(db, plan, combo)
-            else:
-                key = db.fingerprint(sql, count=plan.skeleton == "count")
-            if key is None or key in seen:
-                return False
-            seen.add(key)
-        return True
+        if plan.skeleton == "ranking":
+            keys = [self._ranking_key(db, plan, combo) for combo in combos]
+        else:
+            keys = self._batch_keys(db, plan, sqls, combos)
+        return None not in keys and len(set(keys)) == len(keys)
+
+    def _batch_keys(
+        self, db: GeneratedDatabase, plan: _Plan, sqls: list[str], combos: list[tuple]
+    ) -> list[frozenset | None]:
+        """The result fingerprints of an aggregate task's readings, as
+        :meth:`GeneratedDatabase.fingerprint` of each reading's SQL would give them, from one
+        query per (event table, grouping).
+
+        A reading ``SELECT [g,] AGG(e.x) FROM t AS e ... WHERE common AND own [GROUP BY g]``
+        is the column ``AGG(CASE WHEN own THEN e.x END)`` of ``SELECT [g,] ... FROM t AS e ...
+        WHERE common [GROUP BY g]``: the same rows aggregated (joins on foreign keys that every
+        row satisfies drop none), a group without matching rows reads NULL (a count 0) where
+        the reading's own query has no row for it.
+        """
+        d = db.domain
+        count = plan.skeleton == "count"
+        keys: list[frozenset | None] = [None] * len(combos)
+        batches: dict[tuple[str, bool], list[tuple[int, str]]] = {}
+        for i, (sql, combo) in enumerate(zip(sqls, combos, strict=True)):
+            cached = db.cached_fingerprint(sql, count=count)
+            if cached is not False:
+                keys[i] = cached  # type: ignore[assignment]
+                continue
+            measure, group, table, conds = plan.measure, False, d.event_table, []
+            for reading in combo:
+                effect = reading.effect
+                table = effect.get("table", table)
+                measure = effect.get("measure", measure)
+                group = effect.get("group", group)
+                if "cond" in effect:
+                    conds.append(f"({effect['cond']})")
+            when = " AND ".join(conds) or "1"
+            column = (
+                f"COUNT(CASE WHEN {when} THEN 1 END)"
+                if count
+                else f"{plan.agg}(CASE WHEN {when} THEN e.{measure} END)"
+            )
+            batches.setdefault((table, group), []).append((i, column))
+        for (table, group), members in batches.items():
+            columns = ", ".join(column for _, column in members)
+            where = " WHERE " + " AND ".join(plan.conds) if plan.conds else ""
+            selected = f"p.{d.category_column}, {columns}" if group else columns
+            tail = f"{where} GROUP BY p.{d.category_column}" if group else where
+            source = f"FROM {table} AS e"
+            if "c." in selected or "c." in tail:
+                source += f" JOIN {d.entity_table} AS c ON c.{d.entity_id} = e.{d.entity_id}"
+            if "p." in selected or "p." in tail:
+                source += f" JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id}"
+            rows = db.connection.execute(f"SELECT {selected} {source}{tail}").fetchall()
+            first = 1 if group else 0
+            for offset, (i, _) in enumerate(members):
+                column = first + offset
+                if group:  # the groups the reading's own query returns: some row matched
+                    kept = [
+                        (row[0], row[column])
+                        for row in rows
+                        if row[column] is not None and not (count and row[column] == 0)
+                    ]
+                else:
+                    kept = [(row[column],) for row in rows]
+                keys[i] = db.remember_fingerprint(sqls[i], kept, count=count)
+        return keys
 
     def _ranking_key(
         self, db: GeneratedDatabase, plan: _Plan, combo: tuple[fam.Reading, ...]
