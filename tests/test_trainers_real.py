@@ -351,6 +351,8 @@ def test_verl_agent_loop_in_the_agent_loop_worker(tmp_path):
         expected, dialogue = _raw(record_id, actions)
         assert scores[i] == pytest.approx(expected)  # verl's token-level reward is the env's
         assert sum(out.non_tensor_batch["turn_scores"][i]) == pytest.approx(expected)
+        # the opening, each asker turn, and each answer before the next turn
+        assert out.non_tensor_batch["__num_turns__"][i] == 2 * len(actions)
         # the env's answers are context tokens (mask 0), the asker's replies are the model's
         mask = out.batch["response_mask"][i].bool()
         responses = out.batch["responses"][i]

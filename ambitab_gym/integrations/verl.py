@@ -244,6 +244,7 @@ def _agent_loop_class() -> type:
             AgentLoopOutput,
             register,
         )
+        from verl.utils.profiler import simple_timer
     except ImportError as error:
         raise ImportError(
             "AmbiTabAgentLoop needs verl >= 0.9 (verl.experimental.agent_loop): "
@@ -301,11 +302,12 @@ def _agent_loop_class() -> type:
             turn_scores: list[float] = []
             metrics: dict[str, Any] = {}
             request_id = uuid4().hex
-            turns = 0
+            turns = answered = 0
             while not session.done:
-                output = await self.server_manager.generate(
-                    request_id=request_id, prompt_ids=token_ids, sampling_params=sampling_params
-                )
+                with simple_timer("generate_sequences", metrics):
+                    output = await self.server_manager.generate(
+                        request_id=request_id, prompt_ids=token_ids, sampling_params=sampling_params
+                    )
                 turns += 1
                 merged, response_mask, logprobs = await self.ct_merge_assistant_token(
                     token_ids,
@@ -325,6 +327,7 @@ def _agent_loop_class() -> type:
                     turn_scores[-1] += session.step(STOP)[1]  # out of room: a stop
                     break
                 messages = [*previous, *added]
+                answered += 1
                 merged, response_mask, logprobs = await self.ct_merge_context_msg(
                     previous, messages, token_ids, response_mask, logprobs
                 )
@@ -337,7 +340,7 @@ def _agent_loop_class() -> type:
                 response_mask=response_mask[: self.response_length],
                 response_logprobs=logprobs[: self.response_length] if logprobs else None,
                 reward_score=session.reward,
-                num_turns=2 * turns,
+                num_turns=1 + turns + answered,  # the opening, asker turns, env answers
                 metrics=metrics,
                 extra_fields={"turn_scores": turn_scores, "tool_rewards": []},
             )
