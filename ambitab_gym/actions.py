@@ -390,7 +390,9 @@ def _read_sql(action: Any) -> ParsedAction:
                 sql, output_note = _field_text(obj[key])
                 sql, again = repair_text(unfence(sql.strip()))
                 note = _join(note, output_note, cleaned, again)
-                json_form: Form = "unreadable" if not_text or output_note else "json"
+                if not sql:
+                    note = _join(note, f"an empty '{key}': no SQL")
+                json_form: Form = "unreadable" if not_text or output_note or not sql else "json"
                 return ParsedAction("sql", sql, json_form, note, raw)
         note = _join(note, "a JSON object without 'output': read as SQL as it is", cleaned)
         return ParsedAction("sql", body, "unreadable", note, raw)
