@@ -263,8 +263,7 @@ def campaign_file(tmp_path_factory) -> tuple[Path, list[str]]:
                 ("AmbiTab-Bird-v0", "generic"),
             ):
                 config = CampaignConfig(corpus=corpus, asker=asker, seeds=(0, 1, 2), limit=12)
-                run_campaign(config, store, progress=False)
-                ids.append(config.campaign_id)
+                ids.append(run_campaign(config, store, progress=False).campaign_id)
             store.add_campaign("leak", {"probe": "x"}, kind="leakage", corpus="bird")
     finally:
         sys.path.remove(str(root))
@@ -372,7 +371,8 @@ def leakage_file(tmp_path_factory) -> tuple[Path, str]:
         limit=10,
     )
     run_leakage(config, path, resamples=200)
-    return path, config.campaign_id
+    with ResultsStore(path) as store:  # the stored id folds in the corpus identity
+        return path, store.campaign(config.campaign_id)["campaign_id"]
 
 
 def leakage_rows(html: Path) -> dict[str, list[dict]]:

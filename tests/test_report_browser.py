@@ -84,10 +84,10 @@ def results(tmp_path_factory) -> tuple[Path, str]:
     path = tmp_path_factory.mktemp("browser") / "results.duckdb"
     config = CampaignConfig("AmbiTab-Bird-v0", asker="generic", seeds=(0, 1), limit=8)
     with ResultsStore(path) as store:
-        run_campaign(config, store, progress=False)
+        campaign_id = run_campaign(config, store, progress=False).campaign_id
         store.add_episode(
             {
-                "campaign_id": config.campaign_id,
+                "campaign_id": campaign_id,
                 "condition": "asker",
                 "seed": 99,
                 "record_id": "bird-0001",
@@ -114,7 +114,7 @@ def results(tmp_path_factory) -> tuple[Path, str]:
                 ],
             }
         )
-    return path, config.campaign_id
+    return path, campaign_id
 
 
 @pytest.fixture(scope="module")
