@@ -18,6 +18,11 @@
 The client keeps one connection pool and one semaphore per event loop, so the same client serves
 campaigns running on the caller's loop and blocking calls made from plain code (which run on a
 private loop in a background thread owned by the client, see :meth:`LLMClient.run_sync`).
+
+Completions go over aiohttp (about a fifth of httpx's CPU time per request, measured in
+``benchmarks/llm_throughput.py``): one keep-alive pool per loop, sized to the concurrency, and no
+TLS context for plain ``http://`` servers (aiohttp builds its default contexts once per process,
+when it is first imported, on the first call). The pre-flight check uses httpx.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from ambitab_gym.llm.sampling import (
     derive_seed,
     episode_scope,
 )
-from ambitab_gym.llm.usage import CallRecord, UsageSummary, meter_call
+from ambitab_gym.llm.usage import CallRecord, UsageSummary
 from ambitab_gym.textutil import strip_thinking
 
 __all__ = [
@@ -175,25 +180,70 @@ async def _llamacpp_slots(http: httpx.AsyncClient, base_url: str) -> int | None:
     return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
 
 
-#: Connections per httpx pool. httpcore's pool scans every connection on each request (and
-#: every idle one for each of them), so one pool of 64 connections costs milliseconds per request;
-#: several small pools keep that near constant.
-_SHARD_SIZE = 4
-
-
 @dataclass
 class _LoopState:
-    """One event loop's connection pools (shards) and concurrency limit."""
+    """One event loop's connection pool (an aiohttp session), concurrency limit and the
+    requests in flight on it."""
 
-    shards: list[httpx.AsyncClient]
-    loads: list[int]
+    session: Any  # aiohttp.ClientSession (aiohttp is imported on the first call)
     semaphore: asyncio.Semaphore
+    transport_errors: tuple[type[BaseException], ...]  # a lost or broken connection
+    in_flight: int = 0
 
-    def pick(self) -> int:
-        """The least busy shard (it always has a free connection under the semaphore)."""
-        index = min(range(len(self.loads)), key=self.loads.__getitem__)
-        self.loads[index] += 1
-        return index
+
+def _drop_session(session: Any) -> None:
+    """Let go of a loop's session once the loop itself is gone (collected: closed or abandoned).
+
+    Nothing can await ``session.close()`` without the loop, and its sockets went with it, so the
+    session is detached and its pool marked closed (aiohttp's synchronous half of ``close``);
+    otherwise aiohttp reports both as leaked at every campaign's end.
+    """
+    connector = session.connector
+    session.detach()
+    if connector is not None and not connector.closed:
+        with contextlib.suppress(Exception):
+            connector._close()  # noqa: SLF001 - the loop-free part of BaseConnector.close
+
+
+try:  # optional: orjson encodes and decodes request and reply bodies several times faster
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """A request body as UTF-8 JSON (orjson when installed; the standard library otherwise or
+    for values orjson does not take, such as integers beyond 64 bits)."""
+    if orjson is not None:
+        with contextlib.suppress(TypeError):
+            return orjson.dumps(body)
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def _decode(content: bytes) -> Any:
+    """A reply body's JSON (errors are ``json.JSONDecodeError`` or ``UnicodeDecodeError``)."""
+    if orjson is not None:
+        try:
+            return orjson.loads(content)
+        except orjson.JSONDecodeError:
+            pass  # the standard library's error and message
+    return json.loads(content)
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """An HTTP answer, read in full: status, body and the ``Retry-After`` header."""
+
+    status_code: int
+    content: bytes
+    retry_after: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return _decode(self.content)
 
 
 class _LoopThread:
@@ -521,12 +571,16 @@ class LLMClient:
             }
 
     def _record(self, record: CallRecord) -> None:
-        meter_call(record)  # the episode's own count (campaigns store it per episode)
         with self._lock:
             self.calls.append(record)
             self._usage.add(record)
             key = record.role or record.tag or "other"
             self._usage_by_role.setdefault(key, UsageSummary()).add(record)
+
+    def _logging(self) -> bool:
+        """Whether calls are logged (a log file, or DEBUG on the ``ambitab_gym.llm`` logger):
+        a call's log entry is only built then."""
+        return self.log_path is not None or logger.isEnabledFor(logging.DEBUG)
 
     def _log_call(self, entry: dict[str, Any]) -> None:
         """Write one call to the log file (JSONL) and to the ``ambitab_gym.llm`` logger."""
@@ -557,23 +611,25 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
+            import aiohttp  # noqa: PLC0415 - on the first call: its import builds TLS contexts
+
             headers = {"Content-Type": "application/json"}
             if self.api_key:
                 headers["Authorization"] = f"Bearer {self.api_key}"
-            n_shards = -(-self.concurrency // _SHARD_SIZE)
-            size = -(-self.concurrency // n_shards)
-            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-            shards = [
-                httpx.AsyncClient(
-                    headers=headers,
-                    timeout=httpx.Timeout(self.timeout_s),
-                    limits=limits,
-                    trust_env=False,
-                )
-                for _ in range(n_shards)
-            ]
-            state = _LoopState(shards, [0] * n_shards, asyncio.Semaphore(self.concurrency))
+            # one pool of `concurrency` keep-alive connections; the semaphore keeps a free one
+            # for every request, so a request never waits for or scans the pool
+            connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=0)
+            session = aiohttp.ClientSession(
+                connector=connector,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                trust_env=False,
+            )
+            state = _LoopState(
+                session, asyncio.Semaphore(self.concurrency), (aiohttp.ClientError, OSError)
+            )
             self._loops[loop] = state
+            weakref.finalize(loop, _drop_session, session)  # a loop closed without aclose()
         return state
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -597,8 +653,7 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         state = self._loops.pop(loop, None)
         if state is not None:
-            for shard in state.shards:
-                await shard.aclose()
+            await state.session.close()
 
     def close(self) -> None:
         """Close the private loop's pool and stop its thread (async pools: use :meth:`aclose`)."""
@@ -647,7 +702,10 @@ class LLMClient:
         notes: list[str] = []
         models: tuple[str, ...] | None = None
         async with httpx.AsyncClient(
-            headers=headers, timeout=httpx.Timeout(timeout), trust_env=False
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            trust_env=False,
+            verify=self.base_url.startswith("https:"),  # plain http: no certificate bundle
         ) as http:
             try:
                 response = await http.get(url)
@@ -753,11 +811,11 @@ class LLMClient:
             body["chat_template_kwargs"] = kwargs
         return body
 
-    def _backoff(self, attempt: int, response: httpx.Response | None) -> float:
+    def _backoff(self, attempt: int, response: _Reply | None) -> float:
         delay = min(self.backoff_s * (2 ** (attempt - 1)), self.max_backoff_s)
-        if response is not None:
+        if response is not None and response.retry_after is not None:
             with contextlib.suppress(ValueError):
-                delay = max(delay, min(float(response.headers.get("retry-after", 0)), 60.0))
+                delay = max(delay, min(float(response.retry_after), 60.0))
         return delay
 
     def _structured_refused(self, status: int, text: str) -> None:
@@ -817,7 +875,7 @@ class LLMClient:
             call.sampling = sampling or self.sampling[role]
         else:
             body = self._body(messages, params)
-            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            payload = _encode(body)
             call.request = {k: v for k, v in body.items() if k not in ("model", "messages")}
         started = time.perf_counter()
         attempts = 0
@@ -828,27 +886,28 @@ class LLMClient:
                 assert role is not None
                 seed = derive_seed(call.episode, role, turn, attempts, call.sampling.seed)
                 body = self._body(messages, {**call.sampling.request_fields(seed), **params})
-                payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+                payload = _encode(body)
                 call.request = {k: v for k, v in body.items() if k not in ("model", "messages")}
             call.seeds.append(call.request.get("seed"))
-            response: httpx.Response | None = None
+            response: _Reply | None = None
             error: LLMError | None = None
             async with state.semaphore:
                 sent = time.perf_counter()
-                shard = state.pick()
-                in_flight = sum(state.loads)
+                state.in_flight += 1
+                in_flight = state.in_flight
                 try:
-                    response = await asyncio.wait_for(
-                        state.shards[shard].post(url, content=payload), timeout=self.timeout_s
-                    )
-                except (asyncio.TimeoutError, httpx.TimeoutException):
+                    async with state.session.post(url, data=payload) as reply:
+                        response = _Reply(
+                            reply.status, await reply.read(), reply.headers.get("Retry-After")
+                        )
+                except (asyncio.TimeoutError, TimeoutError):  # aiohttp's derive from these
                     error = LLMTimeout(f"no answer from {url} within {self.timeout_s:g} s")
                     call.timeouts += 1
-                except httpx.TransportError as exc:
+                except state.transport_errors as exc:
                     error = LLMConnectionError(f"{url}: {type(exc).__name__}: {exc}")
                 finally:
-                    in_flight = max(in_flight, sum(state.loads))  # at the start or the end
-                    state.loads[shard] -= 1
+                    in_flight = max(in_flight, state.in_flight)  # at the start or the end
+                    state.in_flight -= 1
                 latency = time.perf_counter() - sent
             if latency > self.timeout_s / 2 and self.queue_hint is None:
                 self._queue_hint(latency, in_flight)
@@ -884,7 +943,7 @@ class LLMClient:
                     params = {**params, "response_format": None}
                     if call.sampling is None:
                         body = self._body(messages, params)
-                        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+                        payload = _encode(body)
                         call.request = {
                             k: v for k, v in body.items() if k not in ("model", "messages")
                         }
@@ -916,11 +975,12 @@ class LLMClient:
             timeouts=call.timeouts,
         )
         self._record(record)
-        self._log_call(call.entry(record, None, None, None, f"{error.category}: {error}"))
+        if self._logging():
+            self._log_call(call.entry(record, None, None, None, f"{error.category}: {error}"))
 
     def _success(
         self,
-        response: httpx.Response,
+        response: _Reply,
         call: _Call,
         attempts: int,
         latency: float,
@@ -960,9 +1020,11 @@ class LLMClient:
         try:
             parsed = parse(text) if parse is not None else None
         except Exception as exc:
-            self._log_call(call.entry(record, content, finish, None, f"parse: {exc!r}"))
+            if self._logging():
+                self._log_call(call.entry(record, content, finish, None, f"parse: {exc!r}"))
             raise
-        self._log_call(call.entry(record, content, finish, parsed, None))
+        if self._logging():
+            self._log_call(call.entry(record, content, finish, parsed, None))
         return ChatResult(text, content, finish, record, parsed, call.seeds[-1])
 
     def chat(

@@ -66,17 +66,22 @@ class Sampling:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {key: getattr(self, key) for key in SAMPLING_KEYS}  # scalars: nothing to copy
 
     def request_fields(self, seed: int) -> dict[str, Any]:
-        """The request body fields: the set ones, with ``seed`` as the request's seed."""
-        body = {k: v for k, v in asdict(self).items() if v is not None and k != "seed"}
+        """The request body fields: the set ones, with ``seed`` as the request's seed.
+
+        >>> Sampling(temperature=0.5, max_tokens=9).request_fields(7)
+        {'temperature': 0.5, 'max_tokens': 9, 'seed': 7}
+        """
+        body = {key: value for key in _REQUEST_KEYS if (value := getattr(self, key)) is not None}
         body["seed"] = int(seed)
         return body
 
 
 #: The sampling keys a command line may set.
 SAMPLING_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Sampling))
+_REQUEST_KEYS = tuple(key for key in SAMPLING_KEYS if key != "seed")
 
 #: Defaults per role. Paper Table 7: asker and solver decode at temperature 0.7, top-p 0.8; the
 #: Qwen3-14B oracle at temperature 0.7, top-p 0.8, top-k 20; Section D.5 states top-k 20 for
