@@ -9,7 +9,9 @@ Timed in the same process, interleaved in rounds so machine noise hits them alik
   writes; the cold figure (pool built on the way) is reported apart;
 * the floor: a bare ``sqlite3`` execution of the same 2^m reference queries per task (the
   accepted tasks of the round, on the same in-memory databases, results fetched, nothing
-  else) - what verifying by execution costs at the least;
+  else) - what verifying each reading by its own execution costs at the least (the generator
+  computes an aggregate task's readings with one query per event table and grouping, so it
+  can beat this floor);
 * ``AmbiTab-Bird-v0`` (the bundled corpus, nothing generated): steps and episodes per second
   under a driver that asks the canonical question about each term, one unmatched question,
   then stops (about m + 2 steps an episode);
@@ -19,6 +21,13 @@ Timed in the same process, interleaved in rounds so machine noise hits them alik
 Then ``--workers`` processes generate at once (each its own generator and pool, built before
 the clock starts): the aggregate tasks per elapsed second of a vector env whose subprocess
 workers each generate their own tasks (bounded by the free cores).
+
+Prefetching (``AmbiTab-Procedural-v0`` with ``prefetch=N``, ``--prefetch N``), timed in elapsed
+seconds since the work runs in other processes: the effective supply rate (tasks per second a
+consumer that does nothing else receives from a warm prefetcher; ``prefetch_supply_ratio`` is
+it over the Bird env's episodes per elapsed second), and the procedural env under the canonical
+driver with prefetching - its episodes/s and the share of its elapsed time spent waiting for a
+task (``prefetch_wait_share``; in process, that share is ``generation_share``).
 
 Rates are per CPU-second of the process by default (``--clock cpu``: everything timed is
 single-threaded, so this is the rate on an idle core, and other jobs on a shared machine do
@@ -30,16 +39,14 @@ for the bare-SQL floor; ``generation_share`` = the share of a procedural episode
 generating its task.
 
     python benchmarks/generate.py [--tasks 2000] [--steps 20000] [--rounds 3] [--workers 2]
-        [--clock cpu|wall]
+        [--prefetch 1] [--clock cpu|wall] [--small]
 
-The last line is JSON.
+The last line is JSON. ``run(small=True)`` is the ``benchmarks/all.py`` entry (under a minute).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import multiprocessing
 import sqlite3
@@ -52,7 +59,7 @@ import gymnasium as gym
 
 import ambitab_gym  # noqa: F401 - registers the env ids
 from ambitab_gym.actions import STOP
-from ambitab_gym.generate import TaskGenerator
+from ambitab_gym.generate import GeneratorConfig, TaskGenerator, TaskPrefetcher
 from ambitab_gym.oracles import canonical_question
 from ambitab_gym.policies.scripted import distinct_terms
 
@@ -128,25 +135,49 @@ def run_workers(workers: int, tasks: int) -> float:
     return sum(n for n, _ in results) / max(s for _, s in results)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=2000, help="tasks per round")
-    parser.add_argument("--steps", type=int, default=20_000, help="env steps per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2, help="0 skips the multi-process run")
-    parser.add_argument(
-        "--clock",
-        choices=("cpu", "wall"),
-        default="cpu",
-        help="cpu (default): rates per CPU-second of this process, unaffected by other jobs on "
-        "a shared machine (the code is single-threaded); wall: per elapsed second",
-    )
-    args = parser.parse_args(argv)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+def run_supply(workers: int, tasks: int) -> float:
+    """Tasks per elapsed second a consumer receives from a warm prefetcher (nothing else to do:
+    the supply rate a training loop can draw on)."""
+    config = GeneratorConfig(domains="train")
+    with TaskPrefetcher(workers=workers, depth=32) as prefetcher:
+        prefetcher.start(config, stream=3)
+        for _ in range(100 * workers):  # warm up: each worker builds its database pool
+            prefetcher.get()
+        start = time.perf_counter()
+        for _ in range(tasks):
+            prefetcher.get()
+        return tasks / (time.perf_counter() - start)
 
+
+def run_prefetched_env(workers: int, steps: int) -> tuple[float, float]:
+    """(episodes per elapsed second, share of the elapsed time spent waiting for a task) of
+    ``AmbiTab-Procedural-v0`` with ``prefetch=workers`` under the canonical driver."""
+    env = gym.make("AmbiTab-Procedural-v0", prefetch=workers, prefetch_depth=32)
+    try:
+        run_env(env, min(2_000, steps), 0, time.perf_counter)  # warm up: pools, matchers
+        inner = env.unwrapped
+        waited = inner.wait_seconds
+        start = time.perf_counter()
+        _, episodes = run_env(env, steps, 1, time.perf_counter)
+        elapsed = time.perf_counter() - start
+        return episodes, (inner.wait_seconds - waited) / elapsed
+    finally:
+        env.close()
+
+
+def measure(
+    tasks: int = 2000,
+    steps: int = 20_000,
+    rounds: int = 3,
+    workers: int = 2,
+    prefetch: int = 1,
+    clock_name: str = "cpu",
+    cold_tasks: int = 500,
+) -> dict[str, Any]:
+    """Every figure of the module docstring, as a dict (the JSON line)."""
+    clock = time.process_time if clock_name == "cpu" else time.perf_counter
     cold_generator = TaskGenerator(validate=False, domains="train")
     start = clock()
-    cold_tasks = 500
     for seed in range(cold_tasks):
         cold_generator.generate(10**9 + seed)
     cold = cold_tasks / (clock() - start)
@@ -165,34 +196,52 @@ def main(argv: list[str] | None = None) -> None:
             db.connection.backup(copies[db.name])
     bird = gym.make("AmbiTab-Bird-v0")
     procedural = gym.make("AmbiTab-Procedural-v0")
-    run_env(bird, 2_000, 0, clock)  # warm up: compile matchers, build databases
-    run_env(procedural, 2_000, 0, clock)
+    warm = min(2_000, steps)
+    run_env(bird, warm, 0, clock)  # warm up: compile matchers, build databases
+    run_env(procedural, warm, 0, clock)
     gen, gen_valid, floor, bird_steps, bird_eps, proc_steps, proc_eps = ([] for _ in range(7))
-    for round_ in range(args.rounds):
-        rate, queries = run_generator(fast, args.tasks, round_ * args.tasks, clock)
+    for round_ in range(rounds):
+        rate, queries = run_generator(fast, tasks, round_ * tasks, clock)
         gen.append(rate)
         floor.append(run_floor(queries, copies, clock))
-        seeds = 10**6 + round_ * args.tasks  # fresh seeds: no cached results
-        gen_valid.append(run_generator(validated, args.tasks, seeds, clock)[0])
-        s, e = run_env(bird, args.steps, round_, clock)
+        seeds = 10**6 + round_ * tasks  # fresh seeds: no cached results
+        gen_valid.append(run_generator(validated, tasks, seeds, clock)[0])
+        s, e = run_env(bird, steps, round_, clock)
         bird_steps.append(s)
         bird_eps.append(e)
-        s, e = run_env(procedural, args.steps, round_, clock)
+        s, e = run_env(procedural, steps, round_, clock)
         proc_steps.append(s)
         proc_eps.append(e)
+    procedural.close()
     tasks_per_s = statistics.median(gen)
     floor_per_s = statistics.median(floor)
     bird_eps_per_s = statistics.median(bird_eps)
     proc_eps_per_s = statistics.median(proc_eps)
-    aggregate = run_workers(args.workers, args.tasks // 2) if args.workers > 0 else None
-    result = {
+    aggregate = run_workers(workers, tasks // 2) if workers > 0 else None
+    prefetched: dict[str, Any] = {"prefetch": prefetch}
+    if prefetch > 0:
+        supply = run_supply(prefetch, tasks)
+        episodes, wait_share = run_prefetched_env(prefetch, steps)
+        # the Bird env in elapsed seconds too, next to the prefetched figures
+        bird_wall = statistics.median(
+            run_env(bird, steps, r, time.perf_counter)[1] for r in range(rounds)
+        )
+        prefetched.update(
+            prefetch_supply_tasks_per_s=round(supply, 1),
+            bird_episodes_per_wall_s=round(bird_wall, 1),
+            prefetch_supply_ratio=round(supply / bird_wall, 3),
+            procedural_prefetch_episodes_per_wall_s=round(episodes, 1),
+            prefetch_wait_share=round(wait_share, 4),
+        )
+    bird.close()
+    return {
         "benchmark": "generate",
         "tasks_per_s": round(tasks_per_s, 1),
         "tasks_per_s_validated": round(statistics.median(gen_valid), 1),
         "tasks_per_s_cold": round(cold, 1),
         "floor_tasks_per_s": round(floor_per_s, 1),
         "share_of_floor": round(tasks_per_s / floor_per_s, 3),
-        "workers": args.workers,
+        "workers": workers,
         "tasks_per_s_workers": round(aggregate, 1) if aggregate else None,
         "bird_steps_per_s": round(statistics.median(bird_steps), 1),
         "bird_episodes_per_s": round(bird_eps_per_s, 1),
@@ -204,37 +253,86 @@ def main(argv: list[str] | None = None) -> None:
         "workers_ratio": round(aggregate / bird_eps_per_s, 3) if aggregate else None,
         "ratio_to_steps": round(tasks_per_s / statistics.median(bird_steps), 3),
         "generation_share": round(proc_eps_per_s / tasks_per_s, 3),
+        **prefetched,
         "target_ratio": 10,
         "meets_target": tasks_per_s >= 10 * bird_eps_per_s,
-        "rounds": args.rounds,
-        "clock": args.clock,
+        "rounds": rounds,
+        "clock": clock_name,
     }
-    print(
-        f"generator: {tasks_per_s:,.0f} tasks/s (validated {result['tasks_per_s_validated']:,.0f};"
-        f" cold, pool included: {cold:,.0f}; bare-SQL floor {floor_per_s:,.0f}; "
-        f"{args.workers} workers: {result['tasks_per_s_workers']}); "
-        f"Bird env: {result['bird_steps_per_s']:,.0f} steps/s = {bird_eps_per_s:,.0f} "
-        f"episodes/s; procedural env: {result['procedural_steps_per_s']:,.0f} steps/s = "
-        f"{proc_eps_per_s:,.0f} episodes/s; tasks/s / Bird episodes/s = {result['ratio']} "
-        f"(floor {result['floor_ratio']})"
-    )
-    print(json.dumps(result))
+
+
+#: ``run(small=True)``: one short round, no multi-process run, one prefetching worker.
+SMALL = {"tasks": 300, "steps": 4_000, "rounds": 1, "workers": 0, "prefetch": 1, "cold_tasks": 100}
 
 
 def run(small: bool = True) -> dict:
-    """The ``benchmarks/all.py`` entry: :func:`main` with a small size (``small``) or its
-    defaults, its last JSON line read back; ``{metric: {"ratio", "target", "better"}}``."""
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        main(["--tasks", "200", "--steps", "5000", "--rounds", "1", "--workers", "0"] if small else [])
-    result = json.loads(output.getvalue().strip().splitlines()[-1])
+    """The ``benchmarks/all.py`` entry: ``{metric: {"ratio", "target", "better"}}``."""
+    result = measure(**SMALL) if small else measure()
     return {
         "generate: generated tasks/s over AmbiTab-Bird-v0 episodes/s (CPU time)": {
             "ratio": result["ratio"],
             "target": result["target_ratio"],
             "better": "higher",
-        }
+        },
+        "generate: prefetched supply tasks/s over Bird episodes/s (elapsed time)": {
+            "ratio": result["prefetch_supply_ratio"],
+            "target": result["target_ratio"],
+            "better": "higher",
+        },
+        "generate: share of a prefetched procedural episode spent waiting for its task": {
+            "ratio": result["prefetch_wait_share"],
+            "target": 0.05,
+            "better": "lower",
+        },
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=2000, help="tasks per round")
+    parser.add_argument("--steps", type=int, default=20_000, help="env steps per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2, help="0 skips the multi-process run")
+    parser.add_argument(
+        "--prefetch", type=int, default=1, help="prefetching workers (0 skips those figures)"
+    )
+    parser.add_argument("--small", action="store_true", help="the run(small=True) sizes")
+    parser.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cpu (default): rates per CPU-second of this process, unaffected by other jobs on "
+        "a shared machine (the code is single-threaded); wall: per elapsed second",
+    )
+    args = parser.parse_args(argv)
+    sizes = (
+        dict(SMALL)
+        if args.small
+        else {
+            "tasks": args.tasks,
+            "steps": args.steps,
+            "rounds": args.rounds,
+            "workers": args.workers,
+            "prefetch": args.prefetch,
+        }
+    )
+    result = measure(**sizes, clock_name=args.clock)
+    print(
+        f"generator: {result['tasks_per_s']:,.0f} tasks/s (validated "
+        f"{result['tasks_per_s_validated']:,.0f}; cold, pool included: "
+        f"{result['tasks_per_s_cold']:,.0f}; bare-SQL floor {result['floor_tasks_per_s']:,.0f}; "
+        f"{result['workers']} workers: {result['tasks_per_s_workers']}); "
+        f"Bird env: {result['bird_steps_per_s']:,.0f} steps/s = "
+        f"{result['bird_episodes_per_s']:,.0f} episodes/s; procedural env: "
+        f"{result['procedural_steps_per_s']:,.0f} steps/s = "
+        f"{result['procedural_episodes_per_s']:,.0f} episodes/s; tasks/s / Bird episodes/s = "
+        f"{result['ratio']} (floor {result['floor_ratio']}); prefetch={result['prefetch']}: "
+        f"supply {result.get('prefetch_supply_tasks_per_s')} tasks/s (ratio "
+        f"{result.get('prefetch_supply_ratio')}), procedural env "
+        f"{result.get('procedural_prefetch_episodes_per_wall_s')} episodes/s with "
+        f"{result.get('prefetch_wait_share')} of its time waiting for tasks"
+    )
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
