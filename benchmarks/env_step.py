@@ -82,7 +82,7 @@ def measure(env_id: str = "AmbiTab-Bird-v0", steps: int = 50_000, rounds: int = 
 
 def run(small: bool = True) -> dict:
     """The ``benchmarks/all.py`` entry: ``{metric: {"ratio", "target", "better"}}``."""
-    result = measure(steps=10_000 if small else 50_000, rounds=3 if small else 5)
+    result = measure(steps=20_000 if small else 50_000, rounds=5)
     return {
         "env_step: CartPole-v1 steps/s over AmbiTab-Bird-v0 (CPU time)": {
             "ratio": result["ratio"],
