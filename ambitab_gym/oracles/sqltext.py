@@ -216,7 +216,7 @@ def answer_reveals_sql(
     if _SQL_SHAPE.search(answer) or _SQL_CODE.search(answer):
         return True
     if reference_sql:
-        text = normalize_sql(answer, dialect)
+        text = _normalized(answer, dialect)  # the same canned answers recur (the refusal)
         if text:
             padded = f" {text} "
             return any(f" {seg} " in padded for seg in _reference_segments(reference_sql, dialect))
