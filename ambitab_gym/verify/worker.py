@@ -35,6 +35,7 @@ import math
 import os
 import pickle
 import re
+import select
 import subprocess
 import sys
 import threading
@@ -125,16 +126,38 @@ def result_bytes(rows: list) -> int:
     >>> result_bytes([("abc", 1), (None, b"xy")])
     277
     """
-    total = 0
-    for row in rows:
-        total += _PER_ROW_BYTES + _PER_CELL_BYTES * len(row)
-        for value in row:
-            kind = type(value)
-            if kind is str or kind is bytes:
-                total += len(value)
-            elif kind is list or kind is tuple or kind is dict:
-                total += _nested_bytes(value)
+    if not rows:
+        return 0
+    widths = set(map(len, rows))
+    if len(widths) != 1:  # ragged (never a query result): row by row
+        return sum(_row_bytes(row) for row in rows)
+    total = len(rows) * (_PER_ROW_BYTES + _PER_CELL_BYTES * widths.pop())
+    for column in zip(*rows, strict=True):  # column by column: numbers and NULLs cost no more
+        kinds = set(map(type, column))
+        if not kinds & _SIZED:
+            continue
+        if kinds <= _TEXT:
+            total += sum(map(len, filter(None, column)))
+        else:
+            total += sum(_cell_bytes(value) for value in column)
     return total
+
+
+_TEXT = frozenset({str, bytes, type(None)})
+_SIZED = frozenset({str, bytes, list, tuple, dict})
+
+
+def _cell_bytes(value) -> int:
+    kind = type(value)
+    if kind is str or kind is bytes:
+        return len(value)
+    if kind is list or kind is tuple or kind is dict:
+        return _nested_bytes(value)
+    return 0
+
+
+def _row_bytes(row) -> int:
+    return _PER_ROW_BYTES + _PER_CELL_BYTES * len(row) + sum(_cell_bytes(v) for v in row)
 
 
 def _nested_bytes(value) -> int:
@@ -662,7 +685,7 @@ class _DuckDBSession:
         try:
             self._cursor = cursor
             with watchdog.job(timeout_s):
-                cursor.execute(sql)
+                cursor.execute(statements[0])  # parsed once, above: not again from the text
                 columns = tuple(d[0] for d in cursor.description or ())
                 reply = self._fetch(cursor, columns, max_rows, max_bytes)
             if watchdog.fired:
@@ -691,6 +714,8 @@ class _DuckDBSession:
             size += part_size
             if size > max_bytes:
                 return _too_large(max_bytes)
+            if len(part) < chunk:  # fetchmany returns a short chunk only at the end
+                break
             # Next chunk: what the rows so far suggest fits in a quarter of what is left.
             per_row = max(1, part_size // len(part))
             chunk = max(1, min(_FETCH_CHUNK * 2, (max_bytes - size) // (4 * per_row)))
@@ -1273,6 +1298,9 @@ class WorkerProcess:
         os.close(response_w)
         self.requests = Connection(request_w, readable=False)
         self.responses = Connection(response_r, writable=False)
+        # One poll object for the worker's life (Connection.poll builds a selector per call).
+        self._poller = select.poll()
+        self._poller.register(response_r, select.POLLIN)
         sys_path = [p for p in sys.path if p and Path(p).resolve() != _WORKER_FILE.parent]
         init = {
             "kind": kind,
@@ -1295,7 +1323,7 @@ class WorkerProcess:
 
     def receive(self, timeout_s: float, max_bytes: int):
         """The next reply, None on timeout; raises EOFError/OSError when the worker died."""
-        if not self.responses.poll(timeout_s):
+        if not self._poller.poll(max(0, math.ceil(timeout_s * 1000))):
             return None
         return safe_loads(self.responses.recv_bytes(max_bytes))
 
