@@ -177,9 +177,11 @@ def _replacements(
     Q_x (paper A.4) is uniform over the corpus's records, every split, whose database differs;
     one donor per replacement group, from ``spec_seed``.
     """
-    stored = store.campaign(config.campaign_id)
-    if stored is not None and stored["config"].get("replacements"):
-        return dict(stored["config"]["replacements"])
+    stored = store.campaign(config.campaign_id)  # by name: the latest campaign of this config
+    kept = dict((stored or {}).get("config", {}).get("replacements") or {})
+    known = {r.id for r in corpus.records}
+    if kept and known.issuperset(kept) and known.issuperset(kept.values()):
+        return kept  # (a map stored over another corpus version is drawn afresh)
     donors = draw_replacements(records, corpus.records, np.random.default_rng(config.spec_seed))
     return {rid: donor.id for rid, donor in donors.items()}
 
