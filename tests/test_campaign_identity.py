@@ -133,3 +133,24 @@ def test_a_config_hash_still_finds_its_campaign(tmp_path):
         assert store.campaign(config.campaign_id)["campaign_id"] == summary.campaign_id
         assert store.episodes(config.campaign_id) == store.episodes(summary.campaign_id)
         assert len(store.episodes(config.campaign_id)) == summary.episodes == 6
+
+
+def test_leakage_campaigns_refuse_mixing_too(data_home, tmp_path, capsys):
+    results = tmp_path / "r.duckdb"
+    argv = ["leakage", "AmbiTab-TACO-v0", "--asker", "generic"]
+    argv += ["--oracle", "generic-credit-matcher", "--limit", "4", "--resamples", "50"]
+    argv += ["--no-progress", "--results", str(results)]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert "corpus taco (bundled," in first
+    build_copy()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "holds campaign" in err and "'built' here, 'bundled' stored" in err
+    assert main([*argv, "--new-campaign"]) == 0
+    assert "corpus taco (built," in capsys.readouterr().out
+    with ResultsStore(results) as store:
+        campaigns = store.campaigns("leakage")
+        assert [c["corpus_origin"] for c in campaigns] == ["bundled", "built"]
+        counts = [len(store.episodes(c["campaign_id"])) for c in campaigns]
+    assert counts[0] == counts[1] > 0
