@@ -13,9 +13,15 @@ seeds. Each policy then asks (greedy) on:
 A policy that picks uniformly among the menu's valid slots is the floor. Reported: question-F1
 (macro mean of episode-level harmonic means), precision and recall, and PPO's training
 throughput on each env, and (procedural) the share of the training time the envs spent
-generating tasks. The last line is JSON.
+generating tasks (``procedural_generation_share``) and waiting for a task
+(``procedural_wait_share``: generating it in process, or blocked on the prefetching workers with
+``--prefetch N``, which generate the next tasks in N processes per env while PPO runs - the
+share of the training loop's time a task supply costs; target about 0) and
+``procedural_wait_share_cpu`` (the training process's CPU time getting tasks over its CPU time:
+with prefetching, receiving them; the wait share on a machine with a free core per worker). The
+last line is JSON.
 
-    python benchmarks/train_procedural.py [--steps 20000] [--seeds 0] [--subproc]
+    python benchmarks/train_procedural.py [--steps 20000] [--seeds 0] [--subproc] [--prefetch 1]
 """
 
 from __future__ import annotations
@@ -75,13 +81,22 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="run the training envs in subprocesses (SubprocVecEnv): generation overlaps PPO",
     )
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        default=0,
+        help="prefetching worker processes per procedural env (not with --subproc)",
+    )
     args = parser.parse_args(argv)
+    if args.prefetch and args.subproc:
+        parser.error("--prefetch runs the envs in this process: not with --subproc")
     torch.set_num_threads(args.threads)
 
     procedural_kwargs = {
         "ambiguities": args.ambiguities,
         "distractors": args.distractors,
         "domains": "train",
+        "prefetch": args.prefetch,
     }
     heldout_dir = Path(tempfile.mkdtemp(prefix="ambitab-heldout-"))
     write_corpus(
@@ -154,6 +169,9 @@ def main(argv: list[str] | None = None) -> None:
             stats = venv.env_method("generation_stats") if source == "procedural" else []
             generation_s = sum(s["seconds"] for s in stats)
             generation_cpu_s = sum(s["cpu_seconds"] for s in stats)
+            # the resets' wait for a task (the envs step one after another in this process)
+            wait_s = sum(s["wait_seconds"] for s in stats)
+            wait_cpu_s = sum(s["wait_cpu_seconds"] for s in stats)
             venv.close()
             scores = {
                 name: evaluate_menu_policy(model, env)[0] for name, env in evaluations.items()
@@ -165,6 +183,8 @@ def main(argv: list[str] | None = None) -> None:
                     "train_cpu_s": train_cpu_s,
                     "generation_s": generation_s,
                     "generation_cpu_s": generation_cpu_s,
+                    "wait_s": wait_s,
+                    "wait_cpu_s": wait_cpu_s,
                     "scores": scores,
                 }
             )
@@ -172,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{source} seed {seed}: "
                 + ", ".join(f"{n} F1 {s['f1']:.3f}" for n, s in scores.items())
                 + f" ({train_s:.0f} s, {args.steps / train_s:.0f} steps/s, "
-                f"{generation_s:.1f} s generating)"
+                f"{generation_s:.1f} s generating, {wait_s:.1f} s waiting for tasks)"
             )
         result[f"{source}_train_steps_per_s"] = round(
             statistics.fmean(args.steps / r["train_s"] for r in runs), 1
@@ -189,6 +209,14 @@ def main(argv: list[str] | None = None) -> None:
                 result["procedural_generation_share_cpu"] = round(
                     statistics.fmean(r["generation_cpu_s"] / r["train_cpu_s"] for r in runs), 3
                 )
+            result["procedural_wait_share"] = round(
+                statistics.fmean(r["wait_s"] / r["train_s"] for r in runs), 4
+            )
+            # the training process's own CPU spent on getting tasks: the wait on a machine
+            # with a free core per prefetching worker
+            result["procedural_wait_share_cpu"] = round(
+                statistics.fmean(r["wait_cpu_s"] / r["train_cpu_s"] for r in runs), 4
+            )
             result["procedural_generation_ms_per_step"] = round(
                 statistics.fmean(1000 * r["generation_s"] / args.steps for r in runs), 3
             )
@@ -216,7 +244,11 @@ def run(small: bool = True) -> dict:
     defaults, its last JSON line read back; ``{metric: {"ratio", "target", "better"}}``."""
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
-        main(["--steps", "2048", "--seeds", "0", "--random-seeds", "2"] if small else [])
+        main(
+            ["--steps", "2048", "--seeds", "0", "--random-seeds", "2", "--prefetch", "1"]
+            if small
+            else ["--prefetch", "1"]
+        )
     result = json.loads(output.getvalue().strip().splitlines()[-1])
     trained, random = result["procedural_bird_dev_f1"], result["random_bird_dev_f1"]
     return {
@@ -224,7 +256,12 @@ def run(small: bool = True) -> dict:
             "ratio": round(trained / random, 3) if trained is not None and random else None,
             "target": 1.0,
             "better": "higher",
-        }
+        },
+        "train_procedural: share of PPO training time waiting for a task (prefetch=1)": {
+            "ratio": result.get("procedural_wait_share"),
+            "target": 0.05,
+            "better": "lower",
+        },
     }
 
 

@@ -129,10 +129,14 @@ class ProceduralEnv(AmbiTabEnv):
         self._resets = 0
         self._stream: int | None = None  # the task stream's seed (drawn at the first draw)
         self._next_task = 0
-        #: seconds the env waited for tasks (generating them, or blocked on the prefetcher)
+        #: elapsed and CPU seconds the env's resets spent getting tasks (generating them, or
+        #: blocked on the prefetcher and unpickling what it sent)
         self.wait_seconds = 0.0
+        self.wait_cpu_seconds = 0.0
         self.prefetcher = (
-            TaskPrefetcher(workers=int(prefetch), depth=prefetch_depth, context=prefetch_context)
+            TaskPrefetcher(
+                workers=int(prefetch), depth=prefetch_depth, context=prefetch_context, warm=config
+            )
             if prefetch
             else None
         )
@@ -164,7 +168,8 @@ class ProceduralEnv(AmbiTabEnv):
         """Tasks generated in this process so far and the elapsed and CPU seconds spent
         generating them, tasks received from prefetching workers, and ``wait_seconds``: the
         time resets waited for a task (generating it in-process, or blocked on the
-        prefetcher) - the generator's share of a training run
+        prefetcher), and ``wait_cpu_seconds``, this process's CPU time in it (with prefetching:
+        receiving the records) - the generator's share of a training run
         (``envs.env_method("generation_stats")`` on a vector env)."""
         generator = self.generator
         prefetcher = self.prefetcher
@@ -174,6 +179,7 @@ class ProceduralEnv(AmbiTabEnv):
             "cpu_seconds": generator.cpu_seconds,
             "prefetched": prefetcher.tasks if prefetcher is not None else 0,
             "wait_seconds": self.wait_seconds,
+            "wait_cpu_seconds": self.wait_cpu_seconds,
         }
 
     def reset(
@@ -201,7 +207,7 @@ class ProceduralEnv(AmbiTabEnv):
                 raise ValueError(
                     f"record {record_id!r} is not among the last {self.corpus.keep} generated AVTs"
                 ) from None
-        tick = time.perf_counter()
+        tick, cpu_tick = time.perf_counter(), time.process_time()
         if self._stream is None:
             self._stream, self._next_task = int(self.np_random.integers(2**63)), 0
             if self.prefetcher is not None:
@@ -220,6 +226,7 @@ class ProceduralEnv(AmbiTabEnv):
         self._next_task += 1
         records = self.corpus.add(task)
         self.wait_seconds += time.perf_counter() - tick
+        self.wait_cpu_seconds += time.process_time() - cpu_tick
         return records[int(self.np_random.integers(len(records)))]
 
     def close(self) -> None:

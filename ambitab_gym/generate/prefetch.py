@@ -77,11 +77,20 @@ def _parent_alive() -> bool:
     return parent is None or parent.is_alive()
 
 
-def _work(control: Any, results: Any, worker: int, workers: int) -> None:
-    """A worker's loop: wait for a job ``(epoch, config, stream, start)``, then generate its
-    share of the stream (indices ``= worker mod workers``) into ``results`` until the next
-    command; ``None`` stops it."""
+def _work(
+    control: Any, results: Any, worker: int, workers: int, warm: GeneratorConfig | None
+) -> None:
+    """A worker's loop: build the database pool of ``warm`` (while the trainer sets up), wait
+    for a job ``(epoch, config, stream, start)``, then generate its share of the stream
+    (indices ``= worker mod workers``) into ``results`` until the next command; ``None`` stops
+    it."""
     pool = DatabasePool()  # kept across jobs: a database depends only on its key
+    if warm is not None:
+        for domain in warm.domains:
+            for index in range(warm.databases_per_domain):
+                if not control.empty():
+                    break  # a job (or a stop) came first: build the rest on demand
+                pool.get(domain, index, warm.database_seed)
     job: tuple[int, TaskGenerator, int] | None = None
     index = 0
     while True:
@@ -148,6 +157,8 @@ class TaskPrefetcher:
         depth: tasks each worker may hold ready (its queue's bound).
         context: the multiprocessing start method (default: the platform's; ``spawn`` and
             ``forkserver`` need the script's ``if __name__ == "__main__"`` guard).
+        warm: a config whose database pool the workers build as soon as they start (before
+            the first :meth:`start`), so the first tasks are not slowed by building databases.
 
     :meth:`start` (re)starts the stream - a config, a stream seed and the index of the next
     task - and discards whatever was generated for an earlier start; :meth:`get` returns the
@@ -165,7 +176,14 @@ class TaskPrefetcher:
         (0, True, True)
     """
 
-    def __init__(self, *, workers: int = 1, depth: int = 16, context: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        workers: int = 1,
+        depth: int = 16,
+        context: str | None = None,
+        warm: GeneratorConfig | None = None,
+    ) -> None:
         if workers < 1 or depth < 1:
             raise ConfigurationError("prefetch needs at least one worker and a depth of 1")
         if multiprocessing.current_process().daemon:
@@ -181,7 +199,7 @@ class TaskPrefetcher:
         self._processes = [
             ctx.Process(
                 target=_work,
-                args=(self._controls[w], self._results[w], w, self.workers),
+                args=(self._controls[w], self._results[w], w, self.workers, warm),
                 name=f"ambitab-prefetch-{w}",
                 daemon=True,
             )
