@@ -67,11 +67,19 @@ def miss(ratio: float, target: float, better: str) -> float:
 
 
 def judge(metrics: dict[str, dict[str, Any]], tolerance: float = TOLERANCE) -> dict[str, Any]:
-    """Each metric with its miss and verdict; a missing ratio counts as failed."""
+    """Each metric with its miss and verdict; a missing ratio or target counts as failed, and a
+    metric that does not say which way is better is read as a cost (``lower``, said so).
+
+    >>> judge({"a": {"ratio": 1.7, "target": 1.5}})["a"]["ok"]
+    True
+    """
     out = {}
     for name, metric in metrics.items():
-        ratio, target, better = metric.get("ratio"), metric["target"], metric["better"]
-        if ratio is None:
+        ratio, target, better = metric.get("ratio"), metric.get("target"), metric.get("better")
+        if better is None:
+            metric = {**metric, "better": "lower", "better_assumed": True}
+            better = "lower"
+        if ratio is None or target is None:
             out[name] = {**metric, "miss": None, "ok": False}
             continue
         missed = miss(float(ratio), float(target), better)
@@ -115,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc(file=sys.stderr)
             errors[name] = f"{type(error).__name__}: {error}"
         else:
+            if not isinstance(result, dict) or not all(
+                isinstance(m, dict) for m in result.values()
+            ):
+                errors[name] = f"run() returned {type(result).__name__}, not {{metric: dict}}"
+                continue
             metrics.update(result)
         finally:
             seconds[name] = round(time.perf_counter() - start, 1)
