@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,8 @@ import numpy as np
 from ambitab_gym.corpora.corpus import Corpus
 from ambitab_gym.corpora.home import cache_dir
 from ambitab_gym.errors import ConfigurationError
-from ambitab_gym.generate.domains import TRAIN_DOMAINS
+from ambitab_gym.generate.database import schema_text_of
+from ambitab_gym.generate.domains import DOMAINS, TRAIN_DOMAINS
 from ambitab_gym.generate.tasks import (
     GENERATOR_VERSION,
     GeneratedTask,
@@ -214,13 +216,19 @@ class ProceduralCorpus(Corpus):
         self.generator = generator
         self.keep = max(1, int(keep))
         self._recent: OrderedDict[str, list[TaskRecord]] = OrderedDict()
+        self._schemas: dict[str, str] = {}
 
     def add(self, task: GeneratedTask) -> list[TaskRecord]:
         """Hold a task's records (forgetting the oldest AVT beyond ``keep``); returns them."""
-        records = list(task.records)
-        if task.avt_id in self._recent:
-            return self._recent[task.avt_id]
-        self._recent[task.avt_id] = records
+        return self.add_records(task.avt_id, task.records)
+
+    def add_records(self, avt_id: str, records: Sequence[TaskRecord]) -> list[TaskRecord]:
+        """Hold an AVT's records, e.g. as a prefetching worker sent them (no database needed:
+        one is built here only when an engine is opened on it)."""
+        if avt_id in self._recent:
+            return self._recent[avt_id]
+        records = list(records)
+        self._recent[avt_id] = records
         for record in records:
             self._by_id[record.id] = record
         self.records.extend(records)  # file order: oldest AVT first, as evicted
@@ -247,7 +255,14 @@ class ProceduralCorpus(Corpus):
                 self.generator.database_by_name(name)
 
     def schema_text(self, database: str) -> str:
-        return self.generator.database_by_name(database).schema_text
+        # every database of a domain has the same schema: no database is built for it
+        domain, _, index = database.rpartition("_")
+        if domain not in DOMAINS or not index.isdigit():
+            raise KeyError(f"no generated database {database!r}")
+        text = self._schemas.get(domain)
+        if text is None:
+            text = self._schemas[domain] = schema_text_of(DOMAINS[domain])
+        return text
 
     def database_file(self, database: str, kind: str) -> Path:
         if kind != "sqlite":

@@ -22,7 +22,7 @@ from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.generate.corpus import ProceduralCorpus
 from ambitab_gym.generate.families import FAMILIES
 from ambitab_gym.generate.prefetch import TaskPrefetcher, task_seed
-from ambitab_gym.generate.tasks import DatabasePool, GeneratedTask, GeneratorConfig, TaskGenerator
+from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
 from ambitab_gym.oracles import deterministic_oracle
 from ambitab_gym.policies.interpretation import InterpretationSolver
 from ambitab_gym.records import TaskRecord
@@ -214,17 +214,11 @@ class ProceduralEnv(AmbiTabEnv):
                 self.prefetcher.start(self.generator.config, stream=self._stream)
         if self.prefetcher is not None:
             item = self.prefetcher.get()
-            first = item.records[0]
-            task = GeneratedTask(
-                first.avt_id,
-                item.records,
-                self.generator.database_by_name(first.spec.database),
-                item.seed,
-            )
+            records = self.corpus.add_records(item.records[0].avt_id, item.records)
         else:
             task = self.generator.generate(task_seed(self._stream, self._next_task))
+            records = self.corpus.add(task)
         self._next_task += 1
-        records = self.corpus.add(task)
         self.wait_seconds += time.perf_counter() - tick
         self.wait_cpu_seconds += time.process_time() - cpu_tick
         return records[int(self.np_random.integers(len(records)))]

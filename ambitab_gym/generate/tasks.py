@@ -9,9 +9,11 @@
   (``databases_per_domain``), each a pure function of ``(domain, index, database_seed)``, and
   kept open in the generator (no module-level state).
 
-Every reading is executed on the database; a task is kept only when every combination of
-readings returns a non-empty, NULL-free result, all pairwise different (and a ranking has no
-tie at its cut); otherwise it is drawn again from the same random stream.
+Every reading's result is computed on the database (an aggregate task's readings by one
+query per event table and grouping, a ranking's by one probe per reading: see
+:meth:`TaskGenerator._verified`); a task is kept only when every combination of readings
+returns a non-empty, NULL-free result, all pairwise different (and a ranking has no tie at its
+cut); otherwise it is drawn again from the same random stream.
 """
 
 from __future__ import annotations
