@@ -196,3 +196,34 @@ def test_no_seed_note_for_one_seed_or_an_llm_part(server, tmp_path, capsys):
     argv += ["--llm-url", server.url, "--model", "m"]
     assert main(argv) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+def test_the_store_replaces_only_errored_rows_handed_out_for_retry(tmp_path):
+    class Record:
+        def __init__(self, rid):
+            self.id = rid
+
+    records = [Record("ok"), Record("bad")]
+    with ResultsStore(tmp_path / "r.duckdb") as store:
+        store.add_campaign("c", {}, kind="evaluate", corpus="x")
+        store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
+                           "record_id": "ok", "success": 1.0})
+        store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
+                           "record_id": "bad", "success": 0.0, "error": "connection"})
+        store.flush()
+        # a duplicate without a retry is ignored, even for the errored row
+        store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
+                           "record_id": "bad", "success": 1.0})
+        store.flush()
+        assert store.errored_keys("c") == {("asker", 0, "bad")}
+        assert store.pending("c", [0], ["asker"], records) == []
+        todo = store.pending("c", [0], ["asker"], records, retry_errors=True)
+        assert [(c, s, r.id) for c, s, r in todo] == [("asker", 0, "bad")]
+        for rid in ("ok", "bad"):  # the completed row is never replaced
+            store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
+                               "record_id": rid, "success": 0.5, "error": None})
+        store.flush()
+        rows = {r["record_id"]: r for r in store.episodes("c")}
+    assert len(rows) == 2
+    assert (rows["ok"]["success"], rows["ok"]["error"]) == (1.0, None)
+    assert (rows["bad"]["success"], rows["bad"]["error"]) == (0.5, None)

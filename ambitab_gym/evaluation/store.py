@@ -26,9 +26,10 @@ manifest, records and database files) and ``package_version``; NULL for campaign
 its name (the latest campaign of that name), so code that knows a configuration's hash
 (``CampaignConfig.campaign_id``) still finds its campaign.
 
-Errored episodes (an ``error`` category stored) can be re-run (``--retry-errors``): a new row for
-the same key replaces a stored row only when the stored one has an error; a completed row is
-never replaced.
+Errored episodes (an ``error`` category stored) can be re-run (``--retry-errors``): the keys
+:meth:`ResultsStore.pending` hands out with ``retry_errors=True`` are written so that the new row
+replaces the stored one while that one has an error; a completed row is never replaced, and
+every other row is written as before (a duplicate is ignored).
 
 Audit marks (``ambitab-gym audit``) live in their own table, ``audit_marks``: one row per
 audited oracle answer (:data:`AUDIT_MARKS` names the marks), the latest mark winning.
@@ -252,6 +253,9 @@ class ResultsStore:
         self.flush_seconds = flush_seconds
         self._buffer: list[tuple] = []
         self._last_flush = time.monotonic()
+        # keys of errored episodes handed out by pending(retry_errors=True): their new rows
+        # replace the stored ones; every other row is written with ON CONFLICT DO NOTHING
+        self._retrying: set[tuple] = set()
 
     def add_campaign(
         self,
@@ -381,7 +385,9 @@ class ResultsStore:
         an error (their rows are replaced when the new ones are written)."""
         done = self.done_keys(campaign_id)
         if retry_errors:
-            done -= self.errored_keys(campaign_id)
+            errored = self.errored_keys(campaign_id)
+            done -= errored
+            self._retrying |= {(campaign_id, c, s, r) for c, s, r in errored}
         records, conditions = list(records), list(conditions)
         return [
             (condition, seed, record)
@@ -417,12 +423,14 @@ class ResultsStore:
 
     def flush(self) -> None:
         """Write buffered episodes in one transaction: a row whose key is stored already is
-        ignored, unless the stored row has an error (then it is replaced: ``--retry-errors``).
+        ignored, unless :meth:`pending` handed its key out as an errored episode to retry (then
+        it replaces the stored row, if that one still has an error).
 
         One multi-row ``INSERT`` per chunk: DuckDB's ``executemany`` costs milliseconds a row.
         """
         if self._buffer:
-            row = "(" + ", ".join("?" for _ in EPISODE_COLUMNS) + ")"
+            plain = [v for v in self._buffer if v[:4] not in self._retrying]
+            retried = [v for v in self._buffer if v[:4] in self._retrying]
             keys = ("campaign_id", "condition", "seed", "record_id")
             update = ", ".join(
                 [f"{c} = excluded.{c}" for c in EPISODE_COLUMNS if c not in keys]
@@ -430,20 +438,27 @@ class ResultsStore:
             )
             self._db.execute("BEGIN TRANSACTION")
             try:
-                for start in range(0, len(self._buffer), 512):
-                    chunk = self._buffer[start : start + 512]
-                    self._db.execute(
-                        f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)}) VALUES "
-                        f"{', '.join(row for _ in chunk)} ON CONFLICT DO UPDATE SET {update} "
-                        "WHERE episodes.error IS NOT NULL",
-                        [value for values in chunk for value in values],
-                    )
+                self._insert(plain, "ON CONFLICT DO NOTHING")
+                self._insert(
+                    retried, f"ON CONFLICT DO UPDATE SET {update} WHERE episodes.error IS NOT NULL"
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._retrying.difference_update(v[:4] for v in retried)
             self._buffer.clear()
         self._last_flush = time.monotonic()
+
+    def _insert(self, rows: list[tuple], conflict: str) -> None:
+        row = "(" + ", ".join("?" for _ in EPISODE_COLUMNS) + ")"
+        for start in range(0, len(rows), 512):
+            chunk = rows[start : start + 512]
+            self._db.execute(
+                f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)}) VALUES "
+                f"{', '.join(row for _ in chunk)} {conflict}",
+                [value for values in chunk for value in values],
+            )
 
     def episodes(self, campaign_id: str | None = None) -> list[dict]:
         """Stored episodes (of one campaign, by id or name: :meth:`resolve`) as dicts (JSON
