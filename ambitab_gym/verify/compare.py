@@ -198,6 +198,17 @@ def _same(submitted: list[tuple], reference: list[tuple], order: str) -> bool:
     return set(submitted) == set(reference)
 
 
+def _changed_by_rounding(row: Sequence[Any], decimals: int | None) -> bool:
+    """Whether normalizing changes a float of ``row`` (NaN, or not yet rounded): such a row
+    equals no normalized row, so an exact comparison is bound to fail and is skipped."""
+    for value in row:
+        if type(value) is float and (
+            value != value or (decimals is not None and round(value, decimals) != value)
+        ):
+            return True
+    return False
+
+
 def _column_bags(rows: list[tuple]) -> list[str]:
     return sorted(repr(sorted(Counter(col).items(), key=repr)) for col in zip(*rows, strict=True))
 
@@ -241,7 +252,7 @@ def results_match(
         return False
     if order != "set" and len(sub) != len(reference.rows):
         return False  # no permutation changes the number of rows
-    if sub and width is not None and width == len(sub[0]):
+    if sub and width is not None and not _changed_by_rounding(sub[0], decimals):
         # Exact rows first: with plain cell types, equal now means equal after normalization.
         try:
             exact = reference.same(sub, order)
