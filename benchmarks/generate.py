@@ -266,7 +266,10 @@ SMALL = {"tasks": 300, "steps": 4_000, "rounds": 1, "workers": 0, "prefetch": 1,
 
 
 def run(small: bool = True) -> dict:
-    """The ``benchmarks/all.py`` entry: ``{metric: {"ratio", "target", "better"}}``."""
+    """The ``benchmarks/all.py`` entry: ``{metric: {"ratio", "target", "better"}}``. (The
+    share of a training run's time spent waiting for tasks is ``train_procedural``'s metric:
+    this driver does no work between episodes, so a prefetched env here waits on the
+    workers' generation rate by construction.)"""
     result = measure(**SMALL) if small else measure()
     return {
         "generate: generated tasks/s over AmbiTab-Bird-v0 episodes/s (CPU time)": {
@@ -278,11 +281,6 @@ def run(small: bool = True) -> dict:
             "ratio": result["prefetch_supply_ratio"],
             "target": result["target_ratio"],
             "better": "higher",
-        },
-        "generate: share of a prefetched procedural episode spent waiting for its task": {
-            "ratio": result["prefetch_wait_share"],
-            "target": 0.05,
-            "better": "lower",
         },
     }
 
