@@ -20,6 +20,8 @@ Campaigns and diagnostics (paper A.4, Appendix E):
   (:func:`ambitab_gym.corpora.home.data_home`).
 * :data:`MAX_ERROR_RATE` - a campaign with a larger share of errored episodes fails (exit 1).
 * :data:`PROGRESS_INTERVAL_S` - seconds between progress lines when stderr is not a terminal.
+* :data:`ABORT_AFTER_ERRORS` - a campaign stops after this many episodes in a row ended in a
+  server error (connection, timeout, 5xx, 429): the server is down, not the asker failing.
 * :data:`CONCURRENCY`, :data:`LLM_CONCURRENCY` - episodes in flight without / with an LLM server.
 * :data:`BOOTSTRAP_RESAMPLES`, :data:`BOOTSTRAP_SEED`, :data:`SPEC_SEED`.
 
@@ -36,6 +38,7 @@ Verifier limits for submitted SQL (:class:`ambitab_gym.verify.Limits`) and trust
 from __future__ import annotations
 
 __all__ = [
+    "ABORT_AFTER_ERRORS",
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
     "ASKER",
@@ -87,6 +90,9 @@ RESULTS_DIR: str = "results"
 MAX_ERROR_RATE: float = 0.10
 #: Seconds between progress lines on a non-terminal (``--progress-interval``).
 PROGRESS_INTERVAL_S: float = 30.0
+#: Consecutive episodes ended by a server error after which a campaign stops (``--abort-after``;
+#: 0 never stops).
+ABORT_AFTER_ERRORS: int = 20
 #: Episodes in flight at once without an LLM server (scripted parts are CPU-bound).
 CONCURRENCY: int = 1
 #: Episodes (and requests) in flight at once against an LLM server, so it can batch.

@@ -227,3 +227,28 @@ def test_the_store_replaces_only_errored_rows_handed_out_for_retry(tmp_path):
     assert len(rows) == 2
     assert (rows["ok"]["success"], rows["ok"]["error"]) == (1.0, None)
     assert (rows["bad"]["success"], rows["bad"]["error"]) == (0.5, None)
+
+
+def test_a_server_that_stops_answering_stops_the_campaign(server, tmp_path, capsys):
+    results = tmp_path / "r.duckdb"
+    server.fail_next("http_503", times=1000)  # from the first request on, every one fails
+    status = main(_solver_campaign(server, results, "--abort-after", "4"))
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "stopped: the last 4 episodes ended in a server error (http_503)" in err
+    assert "4 episode(s) of this run are stored" in err
+    assert server.stats()["requests"] == 4  # nothing ran after the fourth
+    with ResultsStore(results) as store:
+        rows = store.episodes()
+    assert len(rows) == 4 and all(r["error"] == "http_503" for r in rows)
+    # fewer server errors in a row than --abort-after: the campaign runs to its end
+    server.reset()
+    server.fail_next("http_503", times=2)
+    argv = _solver_campaign(server, results, "--abort-after", "3", "--retry-errors")
+    status = main([*argv, "--max-error-rate", "50%"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert server.stats()["requests"] == 6  # the four errored and the two never run
+    with ResultsStore(results) as store:
+        rows = store.episodes()
+    assert len(rows) == 6 and sum(1 for r in rows if r["error"]) == 2

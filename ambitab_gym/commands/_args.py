@@ -11,7 +11,8 @@
 * :func:`share` - a share such as ``--max-error-rate`` (``0.1`` or ``10%``).
 * :func:`default_results_file`, :func:`add_campaign_arguments`, :func:`results_file` - the
   campaign options of ``evaluate`` and ``leakage``: ``--results`` (default: in the data home),
-  ``--max-error-rate``, ``--retry-errors``, ``--new-campaign``, ``--progress-interval``.
+  ``--max-error-rate``, ``--abort-after``, ``--retry-errors``, ``--new-campaign``,
+  ``--progress-interval``.
 """
 
 from __future__ import annotations
@@ -259,6 +260,14 @@ def add_campaign_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SHARE",
         help="exit with status 1 and a summary when more of the campaign's episodes than this "
         f"end in an error (0.1 or 10%%; default {defaults.MAX_ERROR_RATE:g})",
+    )
+    parser.add_argument(
+        "--abort-after",
+        type=non_negative_int,
+        default=defaults.ABORT_AFTER_ERRORS,
+        metavar="N",
+        help="stop the campaign after N episodes in a row ended in a server error (connection, "
+        f"timeout, 5xx, 429); 0: never (default {defaults.ABORT_AFTER_ERRORS})",
     )
     parser.add_argument(
         "--retry-errors",

@@ -258,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
                 retry_errors=args.retry_errors,
                 new_campaign=args.new_campaign,
                 progress_interval=args.progress_interval,
+                abort_after=args.abort_after,
             )
             if args.csv:
                 count = store.export_csv(args.csv, summary.campaign_id)

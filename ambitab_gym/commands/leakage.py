@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
                 retry_errors=args.retry_errors,
                 new_campaign=args.new_campaign,
                 progress_interval=args.progress_interval,
+                abort_after=args.abort_after,
             )
             rows = store.episodes(campaign_id)
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:

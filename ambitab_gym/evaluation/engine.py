@@ -47,7 +47,12 @@ from tqdm.auto import tqdm
 
 from ambitab_gym import defaults, registry
 from ambitab_gym.corpora import Corpus
-from ambitab_gym.errors import ConfigurationError, UnknownComponent, category_of
+from ambitab_gym.errors import (
+    ConfigurationError,
+    LLMServiceError,
+    UnknownComponent,
+    category_of,
+)
 from ambitab_gym.evaluation.identity import CampaignIdentity, CampaignMismatch, identity_of
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import episode_metrics
@@ -57,6 +62,7 @@ from ambitab_gym.oracles.base import Oracle
 from ambitab_gym.records import TaskRecord
 
 __all__ = [
+    "CampaignAborted",
     "CampaignPlan",
     "EpisodeParts",
     "ProgressLog",
@@ -71,6 +77,29 @@ __all__ = [
     "run_units",
     "seeds_can_vary",
 ]
+
+class CampaignAborted(LLMServiceError):
+    """A campaign stopped because its server stopped answering: ``abort_after`` episodes in a
+    row ended in a server error (:func:`is_outage`). What finished is stored; the rest runs on
+    resume.
+
+    >>> CampaignAborted("down").category
+    'llm_error'
+    """
+
+
+def is_outage(category: str | None) -> bool:
+    """Whether an episode's error category says the server is unavailable (not the episode's
+    own fault): a lost connection, a timeout, a 5xx or 429 answer.
+
+    >>> [is_outage(c) for c in ("connection", "timeout", "http_503", "http_429", "http_400",
+    ...                         "context_overflow", None)]
+    [True, True, True, True, False, False, False]
+    """
+    if not category:
+        return False
+    return category in ("connection", "timeout", "http_429") or category.startswith("http_5")
+
 
 #: ``condition -> (env, asker)``: builds one worker's env and asker for a condition.
 EpisodeParts = Callable[[str], tuple[Any, Any]]
@@ -436,13 +465,32 @@ def _execute(
     progress: bool,
     executor: Any = None,
     progress_interval: float | None = None,
+    abort_after: int = defaults.ABORT_AFTER_ERRORS,
 ) -> None:
-    """Run the units (here, or on ``executor``) and store every row as it arrives."""
+    """Run the units (here, or on ``executor``) and store every row as it arrives; stop with
+    :class:`CampaignAborted` after ``abort_after`` server errors in a row (0: never)."""
     bar = _progress(len(units), plan.label or plan.corpus.name, progress, progress_interval)
+    streak: list[str] = []  # error categories of the latest episodes, all outages
+    stored = [0]
 
     def on_row(row: dict) -> None:
         store.add_episode(row)
-        bar.update(error=row.get("error") is not None)
+        stored[0] += 1
+        error = row.get("error")
+        bar.update(error=error is not None)
+        if not is_outage(error):
+            streak.clear()
+            return
+        streak.append(str(error))
+        if abort_after and len(streak) >= abort_after:
+            kinds = ", ".join(sorted(set(streak)))
+            raise CampaignAborted(
+                f"stopped: the last {len(streak)} episodes ended in a server error ({kinds}); "
+                f"is the LLM server down or overloaded? {stored[0]} episode(s) of this run are "
+                "stored, the others have not run. Rerun the same command once the server "
+                "answers (with --retry-errors to run the errored ones again); --abort-after 0 "
+                "never stops."
+            )
 
     try:
         if executor is None:
@@ -530,6 +578,7 @@ def run_plan(
     retry_errors: bool = False,
     new_campaign: bool = False,
     progress_interval: float | None = None,
+    abort_after: int | None = None,
 ) -> int:
     """Register the campaign, run every unit not stored yet, store each row; returns how many
     episodes ran.
@@ -553,9 +602,13 @@ def run_plan(
             other data or another package version (see :func:`check_identity`).
         progress_interval: seconds between progress lines (default
             :data:`~ambitab_gym.defaults.PROGRESS_INTERVAL_S`).
+        abort_after: stop after this many episodes in a row ended in a server error (default
+            :data:`~ambitab_gym.defaults.ABORT_AFTER_ERRORS`; 0: never).
 
     Raises:
         CampaignMismatch: see :func:`check_identity`; nothing is stored then.
+        CampaignAborted: the server stopped answering (see ``abort_after``); what finished is
+            stored.
     """
     check_identity(plan, store, new_campaign=new_campaign)
     assert plan.name is not None and plan.identity is not None
@@ -579,5 +632,6 @@ def run_plan(
             progress=progress,
             executor=executor,
             progress_interval=progress_interval,
+            abort_after=defaults.ABORT_AFTER_ERRORS if abort_after is None else abort_after,
         )
     return len(units)

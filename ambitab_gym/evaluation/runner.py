@@ -146,6 +146,7 @@ def run_campaign(
     retry_errors: bool = False,
     new_campaign: bool = False,
     progress_interval: float | None = None,
+    abort_after: int | None = None,
 ) -> Summary:
     """Run (or resume) a campaign and return its summary.
 
@@ -165,6 +166,8 @@ def run_campaign(
         new_campaign: start this campaign even when the results file holds the same
             configuration over another corpus or package version.
         progress_interval: seconds between progress lines on a non-terminal.
+        abort_after: stop after this many episodes in a row ended in a server error (default
+            :data:`~ambitab_gym.defaults.ABORT_AFTER_ERRORS`; 0: never).
 
     Raises:
         CampaignMismatch: the results file holds this configuration over other data (see
@@ -236,6 +239,7 @@ def run_campaign(
             retry_errors=retry_errors,
             new_campaign=new_campaign,
             progress_interval=progress_interval,
+            abort_after=abort_after,
         )
         assert plan.identity is not None
         return replace(
