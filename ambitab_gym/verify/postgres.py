@@ -46,7 +46,7 @@ import time
 from typing import TYPE_CHECKING
 
 import psycopg
-from psycopg import errors, sql
+from psycopg import errors, pq, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ambitab_gym.errors import UsageError
@@ -569,11 +569,11 @@ class PostgresEngine:
         deadline = time.monotonic() + limits.timeout_s
         budget_ms = max(1, int(limits.timeout_s * 1000))
         if connection._budget_ms == budget_ms:
-            connection.execute(_BEGIN)
+            _simple(connection, _BEGIN)
         else:
             settings = _SETTINGS.format(ms=budget_ms, idle_ms=budget_ms + 10_000)
             connection._budget_ms = None  # unknown until the server has taken them
-            connection.execute(settings + _BEGIN)
+            _simple(connection, settings + _BEGIN)
             connection._budget_ms = budget_ms
         with connection.cursor() as cursor:
             # binary=True forces the extended protocol, so the server parses exactly one
@@ -630,7 +630,7 @@ class PostgresEngine:
             # with setseed() by an unpredictable one: these are the session state a read-only
             # SELECT can leave behind on a pooled connection (DISCARD ALL keeps the seed).
             seed = secrets.randbits(52) / 2**51 - 1.0
-            connection.execute(f"ROLLBACK; SELECT pg_advisory_unlock_all(), setseed({seed!r})")
+            _simple(connection, f"ROLLBACK; SELECT pg_advisory_unlock_all(), setseed({seed!r})")
             return connection.info.transaction_status == 0
         except psycopg.Error:
             return False
@@ -987,6 +987,18 @@ def _drop_database(admin: psycopg.Connection, name: str) -> None:
         admin.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
+
+
+_SIMPLE_OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
+
+
+def _simple(connection: psycopg.Connection, command: str) -> None:
+    """One simple-protocol round trip straight through libpq (``PQexec``, which releases the
+    GIL, so the watchdog still reaches it): for the engine's own BEGIN and reset, psycopg's
+    Python layers cost as much as the round trip. Raises the psycopg error a failure makes."""
+    result = connection.pgconn.exec_(command.encode())
+    if result.status not in _SIMPLE_OK:
+        raise errors.error_from_result(result, encoding=connection.info.encoding)
 
 
 def _connection_lost(error: psycopg.Error) -> bool:
