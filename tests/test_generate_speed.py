@@ -1,6 +1,8 @@
 """The generator's speedups change no result: an aggregate task's readings, computed from one
-query per event table and grouping (``TaskGenerator._batch_keys``), have exactly the results
-their own SQL returns when executed alone on a fresh copy of the database (no caches)."""
+query per event table and grouping (``TaskGenerator._batch_keys``), and a ranking's probes,
+computed from one query per event table (``TaskGenerator._batch_probes``), have exactly the
+results their own SQL returns when executed alone on a fresh copy of the database (no caches),
+on accepted and rejected draws."""
 
 from __future__ import annotations
 
@@ -83,3 +85,52 @@ def test_rejected_draws_are_rejected_by_execution_too(monkeypatch):
     for seed in range(40):
         generator.generate(seed)
     assert True in verdicts and False in verdicts
+
+
+def _probe_key(connection: sqlite3.Connection, probe: str, expected: int) -> frozenset | None:
+    """A ranking reading's result from its own probe (names and sums, 11 rows) executed alone:
+    the first ``expected`` names, None when fewer come back or the sums tie at the cut."""
+    rows = connection.execute(probe).fetchall()
+    if len(rows) < expected:
+        return None
+    if len(rows) > expected and rows[expected - 1][1] == rows[expected][1]:
+        return None
+    return frozenset(normalize_rows([(name,) for name, _ in rows[:expected]], 4))
+
+
+def test_batched_ranking_probes_equal_each_probe_executed_alone(monkeypatch):
+    generator = TaskGenerator(
+        GeneratorConfig(ambiguities=(1, 4), distractors=(0, 3), domains="all"),
+        pool=DatabasePool(),
+        validate=False,
+    )
+    original = TaskGenerator._verified
+    compared = []
+
+    def checked(self, db, plan, sqls, combos):
+        verdict = original(self, db, plan, sqls, combos)
+        if plan.skeleton == "ranking":
+            copy = sqlite3.connect(":memory:")
+            db.connection.backup(copy)
+            for combo in combos:
+                probe = self._sql(db, plan, combo, cut=True)
+                expected = next(
+                    (r.effect["limit"] for r in combo if "limit" in r.effect), plan.limit
+                )
+                assert self._ranking_key(db, plan, combo) == _probe_key(copy, probe, expected)
+            compared.append(verdict)
+        return verdict
+
+    # the real method, wrapped to compare each ranking draw's results with execution
+    monkeypatch.setattr(TaskGenerator, "_verified", checked)
+    for seed in range(120):
+        task = generator.generate(seed)
+        if task.records[0].source["skeleton"] != "ranking":
+            continue
+        # an accepted ranking: each reading's own SQL, executed, returns distinct name sets
+        names = [
+            frozenset(task.database.connection.execute(r.verification.reference_sql).fetchall())
+            for r in task.records
+        ]
+        assert len(set(names)) == len(names)
+    assert True in compared and False in compared and len(compared) > 30

@@ -154,6 +154,17 @@ class GeneratedDatabase:
                 self.results.popitem(last=False)
         return rows
 
+    def has_result(self, sql: str) -> bool:
+        """Whether the rows of ``sql`` are cached."""
+        return sql in self.results
+
+    def remember_result(self, sql: str, rows: list[tuple]) -> None:
+        """Cache ``rows`` as the result of ``sql``, computed another way (one query for
+        several readings)."""
+        self.results[sql] = rows
+        if len(self.results) > _RESULT_CACHE:
+            self.results.popitem(last=False)
+
     def fingerprint(self, sql: str, *, count: bool = False) -> frozenset | None:
         """A reading's result as a set of normalized rows (floats to 4 decimals, the
         verifier's default), or None when the result is empty, holds a NULL or (``count``)

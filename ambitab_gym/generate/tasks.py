@@ -558,13 +558,15 @@ class TaskGenerator:
           conditions>`` column over the same rows (:meth:`_batch_keys`) - instead of 2^m
           queries; ``tests/test_generate_speed.py`` checks these equal executing each
           reading's own SQL;
-        * a ranking's result is read off one executed probe - the same query with ``c.name,
-          SUM(...)`` selected and ``LIMIT`` :data:`_RANK_PROBE` - instead of two queries: its
-          first ``limit`` names are the reading's rows whenever there is no tie at the cut, and
-          a tie at the cut rejects the task either way; readings that differ only in their
-          limit share the probe.
+        * a ranking's result is read off its probe - the same query with ``c.name, SUM(...)``
+          selected and ``LIMIT`` :data:`_RANK_PROBE` - instead of two queries: its first
+          ``limit`` names are the reading's rows whenever there is no tie at the cut, and a
+          tie at the cut rejects the task either way; readings that differ only in their limit
+          share the probe, and the probes of a ranking's readings come from one query per
+          event table (:meth:`_batch_probes`).
         """
         if plan.skeleton == "ranking":
+            self._batch_probes(db, plan, combos)
             keys = [self._ranking_key(db, plan, combo) for combo in combos]
         else:
             keys = self._batch_keys(db, plan, sqls, combos)
@@ -631,6 +633,52 @@ class TaskGenerator:
                     kept = [(row[column],) for row in rows]
                 keys[i] = db.remember_fingerprint(sqls[i], kept, count=count)
         return keys
+
+    def _batch_probes(self, db: GeneratedDatabase, plan: _Plan, combos: list[tuple]) -> None:
+        """Put the probe results of a ranking's readings in the database's result cache, from
+        one query per event table: each reading's ``SUM(CASE WHEN <its conditions> THEN e.x
+        END)`` per person over the same rows, ranked here - the people its own probe returns
+        (some row matched) in the same descending order of the same sums (ties in any order:
+        a tie at the cut rejects the task either way, and :meth:`_ranking_key` reads only the
+        set of names above the cut and the sums at it)."""
+        d = db.domain
+        batches: dict[str, list[tuple[str, str]]] = {}
+        queued: set[str] = set()
+        for combo in combos:
+            probe = self._sql(db, plan, combo, cut=True)
+            if probe in queued or db.has_result(probe):
+                continue
+            queued.add(probe)
+            measure, table, conds = plan.measure, d.event_table, []
+            for reading in combo:
+                effect = reading.effect
+                table = effect.get("table", table)
+                measure = effect.get("measure", measure)
+                if "cond" in effect:
+                    conds.append(f"({effect['cond']})")
+            when = " AND ".join(conds) or "1"
+            batches.setdefault(table, []).append(
+                (probe, f"SUM(CASE WHEN {when} THEN e.{measure} END)")
+            )
+        for table, members in batches.items():
+            columns = ", ".join(column for _, column in members)
+            where = " WHERE " + " AND ".join(plan.conds) if plan.conds else ""
+            source = (
+                f"FROM {table} AS e JOIN {d.entity_table} AS c ON c.{d.entity_id} = e.{d.entity_id}"
+            )
+            if "p." in columns or "p." in where:
+                source += f" JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id}"
+            rows = db.connection.execute(
+                f"SELECT c.name, {columns} {source}{where} GROUP BY c.{d.entity_id}"
+            ).fetchall()
+            for offset, (probe, _) in enumerate(members):
+                column = 1 + offset
+                ranked = sorted(
+                    ((row[0], row[column]) for row in rows if row[column] is not None),
+                    key=lambda row: row[1],
+                    reverse=True,
+                )
+                db.remember_result(probe, ranked[:_RANK_PROBE])
 
     def _ranking_key(
         self, db: GeneratedDatabase, plan: _Plan, combo: tuple[fam.Reading, ...]
