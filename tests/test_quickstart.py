@@ -133,6 +133,27 @@ def test_cli_docs_cover_every_command_in_help_order():
         assert re.search(rf"^\| \[`{command}`\]\(#", text, re.M), command
 
 
+@pytest.mark.parametrize("command", ["evaluate", "leakage"])
+def test_cli_docs_name_every_campaign_option(command):
+    """Every option of the main group of evaluate/leakage --help is in docs/cli.md (the LLM
+    groups are documented in docs/llm.md)."""
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if a.dest == "command"]
+    sub = subparsers.choices[command]
+    main_group = next(g for g in sub._action_groups if g.title in ("options", "optional arguments"))
+    options = [
+        o for a in main_group._group_actions for o in a.option_strings if o.startswith("--")
+    ]
+    assert "--seeds" in options
+    text = CLI_DOCS.read_text("utf-8")
+    section = re.search(r"^## `ambitab-gym evaluate.*?(?=^## )", text, re.S | re.M).group(0)
+    if command == "leakage":
+        leakage = re.search(r"^## `ambitab-gym leakage.*?(?=^## )", text, re.S | re.M).group(0)
+        section += leakage + (ROOT / "docs" / "leakage.md").read_text("utf-8")
+    missing = [o for o in options if o != "--help" and f"`{o}" not in section]
+    assert not missing, f"{command} options missing from docs/cli.md: {missing}"
+
+
 def test_cli_docs_anchors_resolve():
     text = CLI_DOCS.read_text("utf-8")
     anchors = {_slug(h) for h in re.findall(r"^#{2,4} (.+)$", text, re.M)}
