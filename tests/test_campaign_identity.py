@@ -154,3 +154,24 @@ def test_leakage_campaigns_refuse_mixing_too(data_home, tmp_path, capsys):
         assert [c["corpus_origin"] for c in campaigns] == ["bundled", "built"]
         counts = [len(store.episodes(c["campaign_id"])) for c in campaigns]
     assert counts[0] == counts[1] > 0
+
+
+def test_a_campaign_from_before_identities_is_kept_apart(tmp_path):
+    """A results file written by an earlier version: its campaign is keyed by the bare
+    configuration hash and holds episodes; the same configuration now is refused, then (with
+    new_campaign) stored next to it, and each id still reads its own episodes."""
+    results = tmp_path / "r.duckdb"
+    config = CampaignConfig("AmbiTab-TACO-v0", asker="generic", limit=2)
+    with ResultsStore(results) as store:
+        store.add_campaign(config.campaign_id, {"old": True}, kind="evaluate", corpus="taco")
+        store.add_episode({"campaign_id": config.campaign_id, "condition": "none", "seed": 0,
+                           "record_id": "old-record", "success": 1.0})
+    with pytest.raises(CampaignMismatch, match="'unknown' stored"):
+        run_campaign(config, results, progress=False)
+    summary = run_campaign(config, results, progress=False, new_campaign=True)
+    with ResultsStore(results) as store:
+        listed = [c["campaign_id"] for c in store.campaigns()]
+        assert listed == [config.campaign_id, summary.campaign_id]
+        assert [r["record_id"] for r in store.episodes(config.campaign_id)] == ["old-record"]
+        assert len(store.episodes(summary.campaign_id)) == summary.episodes == 6
+        assert store.campaign(config.campaign_id)["config"] == {"old": True}

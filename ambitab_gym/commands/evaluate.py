@@ -274,13 +274,13 @@ def run(args: argparse.Namespace) -> int:
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
     identity = summary.corpus
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
-    print(
-        f"corpus {identity['corpus']} ({identity['origin']}, {identity['path']}, checksum "
-        f"{identity['checksum'][:12]}), ambitab-gym {identity['version']}"
-    )
     print(format_table({label: summary}))
     print(
-        f"\n{summary.episodes} episodes, {len(config.seeds)} seed(s); results in {results} "
+        f"\ncorpus {identity['corpus']} ({identity['origin']}, {identity['path']}, checksum "
+        f"{identity['checksum'][:12]}), ambitab-gym {identity['version']}"
+    )
+    print(
+        f"{summary.episodes} episodes, {len(config.seeds)} seed(s); results in {results} "
         f"(campaign {summary.campaign_id})"
     )
     note = seeds_note_for(args)

@@ -178,7 +178,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog}: {warning}", file=sys.stderr)
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
-    print(identity.describe())
     print(format_leakage_table({(args.oracle, label): report}))
     print(
         "\nPercentage points: mean ± SD over seeds [95% percentile bootstrap interval, "
@@ -202,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
     from ambitab_gym.evaluation.summary import token_totals
 
     prompt_tokens, completion_tokens, tokens_by_role = token_totals(rows)
+    print(identity.describe())
     print(
         f"{report.episodes} episodes, {len(config.seeds)} seed(s), LLM tokens "
         f"{prompt_tokens}+{completion_tokens}; results in {results} (campaign {campaign_id})"

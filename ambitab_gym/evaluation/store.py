@@ -285,16 +285,22 @@ class ResultsStore:
         )
 
     def resolve(self, campaign_id: str) -> str:
-        """The stored id a campaign id or name refers to: a campaign with that id (stored with
-        its identity), else the latest campaign of that name, else a campaign stored with that
-        id before names existed; the given text when none matches."""
-        row = self._db.execute(
-            "SELECT campaign_id FROM campaigns WHERE campaign_id = ? AND campaign_name IS NOT NULL "
-            "UNION ALL SELECT * FROM (SELECT campaign_id FROM campaigns WHERE campaign_name = ? "
-            "ORDER BY created_at DESC, campaign_id DESC LIMIT 1)",
-            [campaign_id, campaign_id],
+        """The stored id a campaign id or name refers to: a campaign with that id (unless it is
+        an empty campaign stored before names existed), else the latest campaign of that name,
+        else the given text."""
+        exact = self._db.execute(
+            "SELECT campaign_name IS NOT NULL OR EXISTS (SELECT 1 FROM episodes e WHERE "
+            "e.campaign_id = c.campaign_id) FROM campaigns c WHERE campaign_id = ?",
+            [campaign_id],
         ).fetchone()
-        return row[0] if row is not None else campaign_id
+        if exact is not None and exact[0]:
+            return campaign_id
+        named = self._db.execute(
+            "SELECT campaign_id FROM campaigns WHERE campaign_name = ? "
+            "ORDER BY created_at DESC, campaign_id DESC LIMIT 1",
+            [campaign_id],
+        ).fetchone()
+        return named[0] if named is not None else campaign_id
 
     def campaign(self, campaign_id: str) -> dict | None:
         """A stored campaign (by id or name, see :meth:`resolve`): ``campaign_id``, ``kind``,
@@ -350,7 +356,7 @@ class ResultsStore:
                 query + " ORDER BY created_at, campaign_id", params
             ).fetchall()
         ]
-        return [c for c in (self.campaign(i) for i in ids) if c is not None]
+        return [c for c in (self._campaign_row(i) for i in ids) if c is not None]
 
     def done_keys(self, campaign_id: str) -> set[tuple[str, int, str]]:
         """``(condition, seed, record_id)`` of every stored episode of a campaign."""
