@@ -67,7 +67,7 @@ from ambitab_gym.llm.sampling import (
     derive_seed,
     episode_scope,
 )
-from ambitab_gym.llm.usage import CallRecord, UsageSummary
+from ambitab_gym.llm.usage import CallRecord, UsageSummary, meter_call
 from ambitab_gym.textutil import strip_thinking
 
 __all__ = [
@@ -571,6 +571,7 @@ class LLMClient:
             }
 
     def _record(self, record: CallRecord) -> None:
+        meter_call(record)  # the episode's own count (campaigns store it per episode)
         with self._lock:
             self.calls.append(record)
             self._usage.add(record)
