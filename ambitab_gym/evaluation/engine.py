@@ -33,12 +33,16 @@ units elsewhere (:class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`: each
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import json
+import queue
 import sys
+import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -66,6 +70,7 @@ __all__ = [
     "CampaignPlan",
     "EpisodeParts",
     "ProgressLog",
+    "StoreWriter",
     "WorkUnit",
     "check_identity",
     "config_hash",
@@ -456,6 +461,104 @@ def _progress(total: int, label: str, progress: bool, interval_s: float | None) 
     return ProgressLog(total, label, interval_s=interval_s or defaults.PROGRESS_INTERVAL_S)
 
 
+_STOP = object()
+
+
+class StoreWriter:
+    """Stores rows on one writer thread, so the event loop never waits for DuckDB.
+
+    :meth:`add` queues a row (it returns at once); the thread hands the rows to
+    ``store.add_episode`` in the order they were queued (the store batches and flushes them as
+    before) and flushes the store whenever no row came for ``store.flush_seconds``. :meth:`close`
+    drains the queue, flushes and stops the thread; a campaign interrupted by an exception or
+    Ctrl-C closes it on its way out, so every episode queued before is stored. The store is
+    used by this thread alone between construction and :meth:`close`.
+
+    A failure of the store (a full disk, say) is raised by the next :meth:`add` and by
+    :meth:`close`; the rows after it are not written.
+
+    Example:
+        >>> import os, tempfile
+        >>> from ambitab_gym.evaluation.store import ResultsStore
+        >>> store = ResultsStore(os.path.join(tempfile.mkdtemp(), "r.duckdb"))
+        >>> writer = StoreWriter(store)
+        >>> writer.add({"campaign_id": "c", "condition": "asker", "seed": 0, "record_id": "r1"})
+        >>> writer.close()
+        >>> store.done_keys("c")
+        {('asker', 0, 'r1')}
+    """
+
+    def __init__(self, store: ResultsStore) -> None:
+        self.store = store
+        self.error: BaseException | None = None
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="ambitab-store-writer", daemon=True)
+        self._thread.start()
+
+    def add(self, row: dict) -> None:
+        """Queue one row for the store (raises the store's failure, if one happened)."""
+        if self.error is not None:
+            raise self.error
+        self._queue.put(row)
+
+    def _run(self) -> None:
+        idle = max(float(getattr(self.store, "flush_seconds", 2.0)), 0.05)
+        while True:
+            try:
+                row = self._queue.get(timeout=idle)
+            except queue.Empty:
+                row = None  # a quiet spell: write what is buffered
+            if row is _STOP:
+                return
+            if self.error is not None:
+                continue  # drain without writing after a failure
+            try:
+                if row is None:
+                    self.store.flush()
+                else:
+                    self.store.add_episode(row)
+            except BaseException as error:  # noqa: BLE001 - raised in the campaign's thread
+                self.error = error
+
+    def close(self) -> None:
+        """Store every queued row, flush, stop the thread; raise the store's failure if any."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
+        if self.error is None:
+            self.store.flush()
+        if self.error is not None:
+            raise self.error
+
+
+@contextmanager
+def campaign_gc() -> Iterator[None]:
+    """Fewer garbage-collector passes while a campaign runs (restored afterwards).
+
+    The objects alive when the campaign starts (corpus, envs, verifier, imported modules) are
+    moved out of the collector's view (:func:`gc.freeze`), and the youngest generation is
+    collected every 20,000 allocations instead of 700: with hundreds of episodes in flight
+    the default thresholds ran a full collection over every live request every few seconds
+    (pauses of up to 60 ms on the event loop). Episodes make few reference cycles, so the
+    memory this holds back stays small. The thresholds and the frozen set are restored on exit.
+
+    >>> before = gc.get_threshold()
+    >>> with campaign_gc():
+    ...     gc.get_threshold()[0]
+    20000
+    >>> gc.get_threshold() == before
+    True
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(20_000, thresholds[1], thresholds[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 def _execute(
     plan: CampaignPlan,
     units: list[WorkUnit],
@@ -472,9 +575,11 @@ def _execute(
     bar = _progress(len(units), plan.label or plan.corpus.name, progress, progress_interval)
     streak: list[str] = []  # error categories of the latest episodes, all outages
     stored = [0]
+    # DuckDB writes (about 30 ms a batch) happen on a thread of their own, never on the loop
+    writer = StoreWriter(store)
 
     def on_row(row: dict) -> None:
-        store.add_episode(row)
+        writer.add(row)
         stored[0] += 1
         error = row.get("error")
         bar.update(error=error is not None)
@@ -493,13 +598,15 @@ def _execute(
             )
 
     try:
-        if executor is None:
-            asyncio.run(run_units(plan, units, concurrency=concurrency, on_row=on_row))
-        else:
-            executor.run(plan, units, on_row, concurrency=concurrency)
+        with campaign_gc():
+            if executor is None:
+                asyncio.run(run_units(plan, units, concurrency=concurrency, on_row=on_row))
+            else:
+                executor.run(plan, units, on_row, concurrency=concurrency)
     finally:
         bar.close()
-        store.flush()
+        # every row handed over so far is stored, also when the campaign was interrupted
+        writer.close()
 
 
 def pending_units(
