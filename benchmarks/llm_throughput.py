@@ -20,14 +20,25 @@ core.
 Last line (JSON): concurrency, latency_s, episodes, calls, calls_per_episode, wall_s,
 episodes_per_s, ideal_episodes_per_s, ratio, target (0.9), max_in_flight, errors, cpu_s,
 cpu_ms_per_call (process CPU time / calls), cpu_share (cpu_s / wall_s: near 1, the one core
-the event loop runs on is the limit; on a busy machine the limit is lower) and server_cpu_share
-(the server process's, when psutil is installed).
+the event loop runs on is the limit; on a busy machine the limit is lower), server_cpu_share
+(the server process's, when psutil is installed), cpu_ceiling (the best ratio one whole core
+allows at the measured CPU per call: 1 / (cpu_ms_per_call x ideal calls per second), capped at
+1), episodes_per_slot (episodes / C: with few, the last partial wave weighs on the ratio),
+load_avg (the machine's 1-minute load before the run) and bound: what limits the run -
+``server`` (its process used over 80 % of a core: the benchmark measures the server, not the
+client), ``client_cpu`` (the client needs more than the core it had, or more than one core:
+cpu_ceiling or cpu_share say which) or ``latency`` (neither: the ratio is what the ideal allows).
+
+The server is the asyncio HTTP/1.1 core of ``ambitab_gym.testing.llm_server_core`` in a process
+of its own (about a fifth of a core at 2,500 requests per second here), so the ratio measures
+the client, the env, the policies and oracle, the verifier and the results store.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -85,6 +96,7 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
             ScriptedServer(rules, latency_s=latency, process=True, record_requests=False) as server,
             LLMClient(server.url, "scripted", concurrency=concurrency, timeout_s=60) as client,
         ):
+            load = os.getloadavg()[0]
             server_cpu = _children_cpu()
             start, cpu = time.perf_counter(), time.process_time()
             summary = run_campaign(
@@ -102,6 +114,15 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
     per_episode = calls / episodes
     achieved = episodes / wall
     ideal = concurrency / (per_episode * latency)
+    ideal_calls_per_s = concurrency / latency
+    ceiling = min(1.0, 1.0 / max(cpu / calls * ideal_calls_per_s, 1e-9))
+    server_share = None if server_cpu is None else server_cpu / wall
+    if server_share is not None and server_share > 0.8:
+        bound = "server"
+    elif ceiling < TARGET or cpu / wall > 0.8:
+        bound = "client_cpu"
+    else:
+        bound = "latency"
     return {
         "env": env_id,
         "concurrency": concurrency,
@@ -119,7 +140,11 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
         "cpu_s": round(cpu, 3),
         "cpu_ms_per_call": round(cpu / calls * 1000, 3),
         "cpu_share": round(cpu / wall, 3),
-        "server_cpu_share": None if server_cpu is None else round(server_cpu / wall, 3),
+        "server_cpu_share": None if server_share is None else round(server_share, 3),
+        "cpu_ceiling": round(ceiling, 3),
+        "episodes_per_slot": round(episodes / concurrency, 2),
+        "load_avg": round(load, 2),
+        "bound": bound,
     }
 
 
@@ -134,6 +159,10 @@ def run(small: bool = True) -> dict:
         out[label] = {"ratio": result["ratio"], "target": TARGET, "better": "higher"}
         print(json.dumps(result), file=sys.stderr)  # the full figures, CPU per call included
     return out
+
+
+def _share(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0%}"
 
 
 def main() -> None:
@@ -153,7 +182,10 @@ def main() -> None:
             f"{result['calls_per_episode']:.2f} calls/episode: {result['episodes_per_s']:.1f} "
             f"episodes/s vs ideal {result['ideal_episodes_per_s']:.1f} "
             f"(ratio {result['ratio']:.2f}, max in flight {result['max_in_flight']}); client CPU "
-            f"{result['cpu_ms_per_call']:.2f} ms/call, {result['cpu_share']:.0%} of one core"
+            f"{result['cpu_ms_per_call']:.2f} ms/call, {result['cpu_share']:.0%} of one core "
+            f"(one whole core allows ratio {result['cpu_ceiling']:.2f}); server "
+            f"{_share(result['server_cpu_share'])} of a core; load {result['load_avg']:.1f}; "
+            f"bound: {result['bound']}"
         )
     final = results[-1] if len(results) == 1 else {**results[-1], "sweep": results}
     print(json.dumps(final))

@@ -176,6 +176,9 @@ CAMPAIGN_IDENTITY_COLUMNS = (
     "package_version",
 )
 
+# the Python type each numeric column's values are stored as (the others: str)
+_CASTS = {"INTEGER": int, "BIGINT": int, "DOUBLE": float}
+
 # JSON columns of the episodes table
 _JSON_COLUMNS = ("dialogue", "timings", "llm_usage")
 
@@ -251,6 +254,15 @@ class ResultsStore:
             self._db.execute(statement)
         self.flush_every = flush_every
         self.flush_seconds = flush_seconds
+        # a batch is one INSERT of one list per column (unnested): DuckDB binds a list in one
+        # go, where a multi-row VALUES binds each value (0.9 ms a row against 0.3 ms)
+        types = {name: kind for name, kind, *_ in self._db.execute("DESCRIBE episodes").fetchall()}
+        self._casts = [_CASTS.get(types[column], str) for column in EPISODE_COLUMNS]
+        lists = ", ".join(
+            f"unnest(CAST(? AS {'VARCHAR' if types[c] == 'JSON' else types[c]}[]))"
+            for c in EPISODE_COLUMNS
+        )
+        self._insert_sql = f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)}) SELECT {lists} "
         self._buffer: list[tuple] = []
         self._last_flush = time.monotonic()
         # keys of errored episodes handed out by pending(retry_errors=True): their new rows
@@ -407,7 +419,7 @@ class ResultsStore:
         """Buffer one episode; flushed in batches. Agent-controlled text is bounded and
         repaired (see the module docstring)."""
         values = []
-        for column in EPISODE_COLUMNS:
+        for column, cast in zip(EPISODE_COLUMNS, self._casts, strict=True):
             value = row.get(column)
             if (
                 column in _JSON_COLUMNS
@@ -415,6 +427,8 @@ class ResultsStore:
                 and not isinstance(value, str)
             ):
                 value = json.dumps(value, ensure_ascii=False)
+            elif value is not None and not isinstance(value, str):
+                value = cast(value)  # one Python type per column: the column's list binds as one
             if isinstance(value, str):
                 if column in _BOUNDS:
                     value = bounded_text(value, _BOUNDS[column])
@@ -432,7 +446,8 @@ class ResultsStore:
         ignored, unless :meth:`pending` handed its key out as an errored episode to retry (then
         it replaces the stored row, if that one still has an error).
 
-        One multi-row ``INSERT`` per chunk: DuckDB's ``executemany`` costs milliseconds a row.
+        One ``INSERT`` of one list per column: DuckDB's ``executemany`` costs milliseconds a
+        row, a multi-row ``VALUES`` about 0.9 ms, the lists about 0.3 ms.
         """
         if self._buffer:
             plain = [v for v in self._buffer if v[:4] not in self._retrying]
@@ -457,14 +472,9 @@ class ResultsStore:
         self._last_flush = time.monotonic()
 
     def _insert(self, rows: list[tuple], conflict: str) -> None:
-        row = "(" + ", ".join("?" for _ in EPISODE_COLUMNS) + ")"
-        for start in range(0, len(rows), 512):
-            chunk = rows[start : start + 512]
-            self._db.execute(
-                f"INSERT INTO episodes ({', '.join(EPISODE_COLUMNS)}) VALUES "
-                f"{', '.join(row for _ in chunk)} {conflict}",
-                [value for values in chunk for value in values],
-            )
+        if rows:
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            self._db.execute(self._insert_sql + conflict, columns)
 
     def episodes(self, campaign_id: str | None = None) -> list[dict]:
         """Stored episodes (of one campaign, by id or name: :meth:`resolve`) as dicts (JSON
