@@ -6,6 +6,7 @@ import datetime
 import decimal
 import re
 import threading
+import time
 
 import psycopg
 import pytest
@@ -18,6 +19,7 @@ from ambitab_gym.verify.base import Limits, QueryError
 from ambitab_gym.verify.duckdb import DuckDBEngine
 from ambitab_gym.verify.postgres import (
     PostgresEngine,
+    _tokens,
     database_name,
     load_corpus_databases,
     paren_depths_fast,
@@ -293,3 +295,106 @@ def test_statement_guard_lexes_as_taskrun_does(sql):
 def test_statement_guard_known_answers(sql, pieces, depths):
     assert split_one_statement(sql) == pieces == split_statements(sql, "postgres")
     assert paren_depths_fast(sql) == depths == paren_depths(sql, "postgres")
+
+
+# -- one round trip per verification: the pipeline keeps the sandbox ----------------------------
+
+# Attempts to smuggle a second statement past the statement guard (a COMMIT that would end the
+# read-only transaction, then a write). Each is refused, or fails, or runs as one harmless query.
+_SMUGGLED = [
+    "SELECT 1; COMMIT; CREATE TABLE smuggled (x int)",
+    "SELECT 1 /* ; */; COMMIT; CREATE TABLE smuggled (x int)",
+    "SELECT 1 -- ;\n; COMMIT; CREATE TABLE smuggled (x int)",
+    "SELECT $x$;$x$; COMMIT; CREATE TABLE smuggled (x int)",
+    "SELECT E'\\';' AS s; COMMIT; CREATE TABLE smuggled (x int)",
+    "SELECT E'\\'' AS s; COMMIT; CREATE TABLE smuggled (x int); SELECT '",
+    "SELECT 'a'';' AS s; COMMIT; CREATE TABLE smuggled (x int)",
+    "SELECT 1 AS a$b$; COMMIT; CREATE TABLE smuggled (x int); SELECT $b$ $b$",
+    "SELECT 1) AS q; COMMIT; CREATE TABLE smuggled (x int); SELECT * FROM (SELECT 1",
+    "SELECT 1 AS a$b$) AS q; COMMIT; CREATE TABLE smuggled (x int); SELECT * FROM (SELECT $b$ $b$",
+    "SELECT U&'\\0027;' AS s; COMMIT; CREATE TABLE smuggled (x int)",
+    'SELECT 1 AS ";"; COMMIT; CREATE TABLE smuggled (x int)',
+    "SELECT 1 /* /* nested */ ; */; COMMIT; CREATE TABLE smuggled (x int)",
+    "COMMIT; CREATE TABLE smuggled (x int)",
+    "SELECT * FROM (COMMIT) AS q",
+    "SELECT 1 FROM pg_class WHERE false UNION ALL SELECT 1 FROM (ROLLBACK) q",
+]
+
+
+@pytest.mark.parametrize("sql", _SMUGGLED)
+def test_smuggled_statements_are_refused_or_harmless(postgres_cluster, reader_dsn, first_db, sql):  # noqa: F811
+    dbname = database_name(CORPUS, first_db)
+    engine = PostgresEngine(reader_dsn, dbname=dbname, pool_size=1, limits=Limits(timeout_s=1.5))
+    try:
+        try:
+            result = engine.execute(sql)
+        except QueryError as error:
+            assert error.category in ("rejected", "syntax", "runtime"), error
+        else:
+            assert len(result.rows) == 1, result  # one query ran, as one query
+        # The same connection afterwards: still read-only, still limited, nothing written.
+        assert engine.execute(
+            "SELECT current_setting('transaction_read_only'), current_setting('statement_timeout')"
+        ).rows == [("on", "1500ms")]
+    finally:
+        engine.close()
+    with _admin(postgres_cluster, dbname) as admin:
+        assert admin.execute("SELECT to_regclass('smuggled') IS NULL").fetchone() == (True,)
+
+
+def test_a_failed_query_still_resets_the_session(postgres_cluster, reader_dsn, first_db):  # noqa: F811
+    # The error comes after the query took an advisory lock and seeded the generator, so the
+    # pipeline's own reset is skipped and the engine's fallback has to do it.
+    engine = PostgresEngine(reader_dsn, dbname=database_name(CORPUS, first_db), pool_size=1)
+    with _admin(postgres_cluster) as admin:
+        admin.execute("SELECT setseed(0.25)")
+        seeded = admin.execute("SELECT random()").fetchone()[0]
+    try:
+        pid = engine.execute("SELECT pg_backend_pid()").rows[0][0]
+        with pytest.raises(QueryError) as caught:
+            engine.execute(
+                "SELECT pg_advisory_lock(4343), setseed(0.25), 1 / (g - 2) "
+                "FROM generate_series(1, 2) AS g"
+            )
+        assert caught.value.category == "runtime"
+        (value,) = engine.execute("SELECT random()").rows[0]
+        assert engine.execute("SELECT pg_backend_pid()").rows[0][0] == pid  # same connection
+        assert value != seeded
+        with _admin(postgres_cluster) as admin:
+            held = admin.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4343"
+            ).fetchone()
+        assert held == (0,)
+        # And after a success: the pipeline's reset.
+        engine.execute("SELECT pg_advisory_lock(4344), setseed(0.25)")
+        assert engine.execute("SELECT random()").rows[0][0] != seeded
+        with _admin(postgres_cluster) as admin:
+            held = admin.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4344"
+            ).fetchone()
+        assert held == (0,)
+    finally:
+        engine.close()
+
+
+def test_a_call_that_ignores_interrupts_is_cut_at_the_limit_plus_grace(engine):
+    # array_fill of 50 million elements checks for no interrupt: statement_timeout cannot stop
+    # it; the client stops waiting at the limit plus the grace period and drops the connection.
+    limits = Limits(timeout_s=0.3)
+    begun = time.monotonic()
+    with pytest.raises(QueryError) as caught:
+        engine.execute("SELECT cardinality(array_fill(1, ARRAY[50000000]))", limits=limits)
+    assert caught.value.category == "timeout"
+    assert time.monotonic() - begun < 0.3 + 0.5 + 0.03 + 1.0
+    assert engine.execute("SELECT 1").rows == [(1,)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    sql=st.lists(st.sampled_from([x for x in _LEXEMES if "`" not in x]), max_size=30).map("".join)
+)
+def test_one_lexing_serves_both_guards(sql):
+    """Without a backtick, the engine lexes once for the split and the depths: same answers."""
+    tokens = _tokens(sql, '"')
+    assert split_one_statement(sql, tokens) == split_statements(sql, "postgres")
+    assert paren_depths_fast(sql, tokens) == paren_depths(sql, "postgres")

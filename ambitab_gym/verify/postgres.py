@@ -5,11 +5,15 @@ Every submitted query runs on a pooled connection inside ``BEGIN READ ONLY`` wit
 extended query protocol, so the server admits exactly one ``SELECT``/``VALUES`` statement (no
 second statement, no ``SET``, ``COPY``, DDL or data-modifying ``WITH``), and its rows arrive one
 at a time (libpq's single-row mode), each measured, so a result over
-``Limits.max_result_bytes`` fails before much more than that is in memory. A watchdog closes the
-connection of a query that outlives its time limit plus a grace period (a built-in function that
-never checks for interrupts). After every query the transaction is rolled back, advisory locks
+``Limits.max_result_bytes`` fails before much more than that is in memory. The whole
+verification is one libpq pipeline written at once (one round trip): ``BEGIN``, ``DECLARE``,
+``FETCH``, the reset, ``ROLLBACK`` and a sync point, each its own extended-protocol statement.
+The client waits for results in ``poll`` (the GIL released) and stops waiting at the time limit
+plus a grace period: the connection of a query stuck in a built-in function that never checks
+for interrupts is dropped. After every query the transaction is rolled back, advisory locks
 are released and the random seed is replaced by a fresh one, so no session state reaches the
-next query.
+next query (when the query failed, the pipeline skipped the reset: it then takes a round trip of
+its own).
 
 Submissions run as the *agent* role of the DSN; trusted reference queries
 (:meth:`PostgresEngine.execute_reference`) run as a separate *reference* role, so an agent
@@ -34,11 +38,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import itertools
 import os
 import queue
 import re
 import secrets
+import select
 import socket
 import sys
 import threading
@@ -47,6 +51,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import errors, pq, sql
+from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ambitab_gym.errors import UsageError
@@ -87,15 +92,21 @@ _WRAP_TAIL = (
 _ROW_MARKER = "ambitab: a result row is larger than the cap"
 # The limits are session settings, set once per connection (and again when they change):
 # everything a query changes happens inside its transaction, which is always rolled back, so
-# they hold for every query on the connection; each query then starts with BEGIN alone.
+# they hold for every query on the connection (sent in a pipeline segment of their own).
 _SETTINGS = (
-    "SET statement_timeout = {ms}; SET lock_timeout = {ms}; "
-    "SET idle_in_transaction_session_timeout = {idle_ms}; SET cursor_tuple_fraction = 1.0; "
+    "SET statement_timeout = {ms}",
+    "SET lock_timeout = {ms}",
+    "SET idle_in_transaction_session_timeout = {idle_ms}",
+    "SET cursor_tuple_fraction = 1.0",
 )
+# After every query: end the transaction (which also undoes set_config), then drop
+# session-level advisory locks and replace the random seed a query may have set with setseed()
+# by an unpredictable one: the session state a read-only SELECT can leave behind on a pooled
+# connection (DISCARD ALL keeps the seed).
+_RESET = "SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed({seed!r})"
 _BEGIN = "BEGIN READ ONLY"
 # Rows arrive one at a time (libpq single-row mode): the unit held in memory before it can be
 # measured is one row, and PostgreSQL caps one row message at 1 GB.
-_STREAM_ROWS = 1
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
 # First words of statements that are not queries (PostgreSQL's and other dialects' commands).
 _COMMAND_WORDS = (
@@ -194,8 +205,10 @@ def _tokens(sql: str, quotes: str) -> list[tuple[str, int, int]]:
     return spans
 
 
-def split_one_statement(sql: str) -> list[str]:
+def split_one_statement(sql: str, tokens: list[tuple[str, int, int]] | None = None) -> list[str]:
     """Exactly :func:`~ambitab_gym.verify.taskrun.split_statements` (PostgreSQL dialect).
+
+    ``tokens``: ``_tokens(sql, '"`')`` when the caller has them already.
 
     >>> split_one_statement("SELECT ';' AS s; -- done")
     ["SELECT ';' AS s"]
@@ -204,7 +217,7 @@ def split_one_statement(sql: str) -> list[str]:
     """
     pieces: list[str] = []
     start, content = 0, False
-    for kind, a, b in _tokens(sql, '"`'):
+    for kind, a, b in _tokens(sql, '"`') if tokens is None else tokens:
         if kind == "solid":
             content = True
             continue
@@ -225,14 +238,18 @@ def split_one_statement(sql: str) -> list[str]:
     return pieces
 
 
-def paren_depths_fast(sql: str) -> tuple[int, int]:
+def paren_depths_fast(
+    sql: str, tokens: list[tuple[str, int, int]] | None = None
+) -> tuple[int, int]:
     """Exactly :func:`~ambitab_gym.verify.taskrun.paren_depths` (PostgreSQL dialect).
+
+    ``tokens``: ``_tokens(sql, '"')`` when the caller has them already.
 
     >>> paren_depths_fast("SELECT (1) AS ')' -- )"), paren_depths_fast("SELECT 1) AS z (SELECT 2")
     ((0, 0), (-1, 0))
     """
     depth = lowest = 0
-    for kind, a, b in _tokens(sql, '"'):
+    for kind, a, b in _tokens(sql, '"') if tokens is None else tokens:
         if kind != "code":
             continue
         for paren in _LEX_PARENS.finditer(sql, a, b):
@@ -255,22 +272,19 @@ def _pid_alive(pid: int) -> bool:
 
 
 class _Connection(psycopg.Connection):
-    """A connection whose row stream ends without a cancel request.
+    """A pooled agent or reference connection, with the engine's per-connection state."""
 
-    When an error ends ``cursor.stream()`` (any runtime error: the query runs during the
-    stream), psycopg sends a cancel request for the statement that has already failed: a new
-    connection to the server each time (runtime errors cost 3 to 6 times as much), and a signal
-    that may land on the next statement of this connection. The engine needs none there: an
-    error ends the statement, and a result over the byte cap closes the connection first.
-    """
-
-    _streaming = False
     #: the statement budget (ms) the session settings hold (None: not set yet)
     _budget_ms: int | None = None
+    #: the last verification's pipeline ended with a successful reset
+    _reset_done = False
+    #: a poll object on the connection's socket (waiting for results releases the GIL)
+    _poll: select.poll | None = None
 
-    def _try_cancel(self, *, timeout: float = 5.0) -> None:
-        if not self._streaming:
-            super()._try_cancel(timeout=timeout)
+    @staticmethod
+    def next_seed() -> float:
+        """An unpredictable ``setseed`` argument in [-1, 1)."""
+        return secrets.randbits(52) / 2**51 - 1.0
 
 
 class _Pool:
@@ -518,47 +532,43 @@ class PostgresEngine:
             )
         if "\x00" in sql_text:
             raise QueryError("syntax", "SQL text contains a NUL character")
-        statements = split_one_statement(sql_text)
+        # Lexed once: without a backtick, both lexings (with and without backtick quotes) agree.
+        tokens = None if "`" in sql_text else _tokens(sql_text, '"')
+        statements = split_one_statement(sql_text, tokens)
         if len(statements) != 1:
             raise QueryError(
                 "rejected", "submit exactly one SQL statement" if statements else "empty SQL"
             )
-        sql_text = statements[0]
+        whole, sql_text = sql_text, statements[0]
         word = first_keyword(sql_text)
         if word in _COMMANDS:
             raise QueryError(
                 "rejected", f"only read-only single SELECT statements are allowed (got {word})"
             )
-        lowest, final = paren_depths_fast(sql_text)
+        lowest, final = paren_depths_fast(sql_text, tokens if sql_text == whole else None)
         if lowest < 0 or final != 0:
             raise QueryError("syntax", "unbalanced parentheses in the SQL text")
         for attempt in range(2):
             connection = self._connection(pool)
             failure: QueryError | None = None
-            broken = fired = False
-            token = _WATCHDOG.arm(connection, limits.timeout_s)
+            broken = False
             try:
                 return self._run(connection, sql_text, limits)
             except QueryError as error:
                 failure = error
             except psycopg.Error as error:
                 broken = _connection_lost(error)
-                fired = _WATCHDOG.disarm(token)
-                if fired:
-                    failure = QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
-                elif broken and attempt == 0:
+                if broken and attempt == 0:
                     # A pooled connection that died while idle (server restart, terminated
                     # backend): try once more on a fresh one.
                     continue
-                else:
-                    failure = _classify(error, sql_text, limits)
+                failure = _classify(error, sql_text, limits)
             except RecursionError:
                 failure = QueryError("runtime", "a result value is nested too deeply")
             except MemoryError:
                 failure = QueryError("too_large", "the result does not fit in memory")
             finally:
-                fired = _WATCHDOG.disarm(token) or fired
-                broken = broken or fired or not self._reset(connection)
+                broken = broken or not self._reset(connection)
                 pool.put(connection, broken=broken)
             # Raised here, outside the handler, so the driver's error (whose message can be
             # as large as the agent made it) is not kept alive as the context.
@@ -566,57 +576,125 @@ class PostgresEngine:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _run(self, connection: _Connection, sql_text: str, limits: Limits) -> QueryResult:
-        deadline = time.monotonic() + limits.timeout_s
+        """One verification in one round trip: a libpq pipeline of extended-protocol messages.
+
+        ``BEGIN READ ONLY``, ``DECLARE ... CURSOR FOR <wrapped query>``, ``FETCH`` (rows in
+        single-row mode, each measured as it arrives), a sync point, then the reset (``ROLLBACK``,
+        advisory locks released, a fresh random seed) and a second sync point, all written at
+        once. Every message is its own extended-protocol statement, so the server still parses
+        the submission as exactly one statement; an error skips the rest of its segment, and the
+        reset, after the sync point, runs whatever happened. Results are read with the GIL
+        released while waiting (``poll``), up to the time limit plus :func:`_grace_s`.
+        """
+        start = time.monotonic()
+        deadline = start + limits.timeout_s
+        # Past this, the query is stuck where no interrupt reaches it (a long built-in call):
+        # the connection is dropped and the query fails with ``timeout``.
+        stop = deadline + _grace_s(limits.timeout_s)
         budget_ms = max(1, int(limits.timeout_s * 1000))
-        if connection._budget_ms == budget_ms:
-            _simple(connection, _BEGIN)
-        else:
-            settings = _SETTINGS.format(ms=budget_ms, idle_ms=budget_ms + 10_000)
-            connection._budget_ms = None  # unknown until the server has taken them
-            _simple(connection, settings + _BEGIN)
-            connection._budget_ms = budget_ms
-        with connection.cursor() as cursor:
-            # binary=True forces the extended protocol, so the server parses exactly one
-            # statement, and DECLARE ... CURSOR FOR admits only SELECT/VALUES/TABLE queries.
-            # (Plain round trips: psycopg's pipeline mode costs more than it saves here.)
-            wrapped = (
-                _WRAP_HEAD
+        encoding = connection.info.encoding
+        try:
+            declare = (
+                _DECLARE
+                + _WRAP_HEAD
                 + sql_text
                 + _WRAP_TAIL.format(cap=int(limits.max_result_bytes), marker=_ROW_MARKER)
-            )
-            cursor.execute(_DECLARE + wrapped, binary=True)
-            if time.monotonic() >= deadline:
-                raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
-            # One FETCH for the whole result (at most max_rows + 1 rows), received row by row
-            # and measured as it comes. (It runs under the same statement_timeout; the
-            # watchdog bounds the total.)
-            stream = cursor.stream(
-                f"FETCH FORWARD {limits.max_rows + 1} FROM {_CURSOR}", size=_STREAM_ROWS
-            )
-            rows: list[tuple] = []
-            size = 0
-            connection._streaming = True
-            try:
-                for row in stream:
-                    rows.append(row)
-                    size += _row_bytes(row)
-                    if size > limits.max_result_bytes:
-                        # Drop the connection rather than drain the rest of the result.
+            ).encode(encoding)
+        except UnicodeEncodeError as error:
+            raise QueryError("syntax", f"the SQL text cannot be encoded: {error.reason}") from None
+        pgconn = connection.pgconn
+        pgconn.enter_pipeline_mode()
+        send = pgconn.send_query_params
+        settings = connection._budget_ms != budget_ms
+        if settings:
+            # Session settings, in a segment of their own (before BEGIN, so the rollback
+            # keeps them); unknown until the server has taken them.
+            connection._budget_ms = None
+            for setting in _SETTINGS:
+                send(setting.format(ms=budget_ms, idle_ms=budget_ms + 10_000).encode(), None)
+            pgconn.pipeline_sync()
+        send(_BEGIN.encode(), None)
+        send(declare, None)
+        send(f"FETCH FORWARD {limits.max_rows + 1} FROM {_CURSOR}".encode(), None)
+        # The reset inside the transaction (neither advisory locks nor the seed are
+        # transactional), then the rollback: one segment. An error skips the rest of the
+        # segment; then _reset repeats both in a round trip of their own.
+        send(_RESET.format(seed=connection.next_seed()).encode(), None)
+        send(b"ROLLBACK", None)
+        pgconn.pipeline_sync()
+        if connection._poll is None:
+            connection._poll = select.poll()
+            connection._poll.register(pgconn.socket, select.POLLIN)
+        poll = connection._poll
+
+        def result() -> pq.abc.PGresult | None:
+            while pgconn.is_busy():
+                remaining = stop - time.monotonic()
+                # poll releases the GIL while it waits
+                if remaining <= 0 or not poll.poll(max(1, int(remaining * 1000) + 1)):
+                    if time.monotonic() >= stop:
                         connection.close()
-                        raise QueryError(
-                            "too_large",
-                            f"the result is larger than {_mib(limits.max_result_bytes)}",
-                        )
-            finally:
-                stream.close()
-                connection._streaming = False
-            if len(rows) > limits.max_rows:
-                raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")
-            if not rows:
-                # An empty result's column names come with the end of the result, which the
-                # row stream does not keep: ask the (exhausted) cursor once more.
-                cursor.execute(f"FETCH FORWARD 1 FROM {_CURSOR}")
-            columns = tuple(c.name for c in cursor.description or ())
+                        raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+                    continue
+                pgconn.consume_input()
+            return pgconn.get_result()
+
+        if settings:
+            ok = True
+            for _setting in _SETTINGS:
+                res = result()
+                ok = ok and res is not None and res.status == pq.ExecStatus.COMMAND_OK
+                result()
+            ok = result().status == _SYNC and ok
+            if ok:
+                connection._budget_ms = budget_ms
+        failure: psycopg.Error | None = None
+        for _statement in range(2):  # BEGIN, DECLARE
+            res = result()
+            result()  # the NULL that ends the statement's results
+            if failure is None and res is not None and res.status == _FATAL:
+                failure = errors.error_from_result(res, encoding=encoding)
+        if failure is None:
+            if time.monotonic() >= deadline:
+                connection.close()  # the FETCH is under way: drop it with the connection
+                raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+            pgconn.set_single_row_mode()
+        rows: list[tuple] = []
+        columns: tuple[str, ...] = ()
+        size = 0
+        transformer = Transformer(connection)
+        first = True
+        while (res := result()) is not None:
+            status = res.status
+            if status == _ROW:
+                transformer.set_pgresult(res, set_loaders=first)
+                first = False
+                row = transformer.load_row(0, tuple)
+                rows.append(row)
+                size += _row_bytes(row)
+                if size > limits.max_result_bytes:
+                    # Drop the connection rather than drain the rest of the result.
+                    connection.close()
+                    raise QueryError(
+                        "too_large", f"the result is larger than {_mib(limits.max_result_bytes)}"
+                    )
+            elif status == _TUPLES:
+                # The end of the rows (in single-row mode, none), with the column names.
+                columns = tuple((res.fname(i) or b"").decode(encoding) for i in range(res.nfields))
+            elif status == _FATAL and failure is None:
+                failure = errors.error_from_result(res, encoding=encoding)
+        clean = failure is None
+        for _statement in range(2):  # the reset SELECT, ROLLBACK
+            res = result()
+            clean = clean and res is not None and res.status in _SIMPLE_OK
+            result()
+        clean = result().status == _SYNC and clean
+        pgconn.exit_pipeline_mode()
+        connection._reset_done = clean and connection.info.transaction_status == 0
+        if failure is not None:
+            raise failure
+        if len(rows) > limits.max_rows:
+            raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")
         return QueryResult(columns, rows)
 
     @staticmethod
@@ -624,13 +702,20 @@ class PostgresEngine:
         """Roll back and drop session-level leftovers; False when the connection is unusable."""
         if connection.closed:
             return False
+        if connection._reset_done:
+            # The verification's own pipeline ended with the reset.
+            connection._reset_done = False
+            return True
+        if connection.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+            # Stopped in the middle of its pipeline (an exception while reading): not reusable.
+            connection.close()
+            return False
         try:
             # One round trip: end the transaction (which also undoes set_config), drop
             # session-level advisory locks, and replace the random seed a query may have set
             # with setseed() by an unpredictable one: these are the session state a read-only
             # SELECT can leave behind on a pooled connection (DISCARD ALL keeps the seed).
-            seed = secrets.randbits(52) / 2**51 - 1.0
-            _simple(connection, f"ROLLBACK; SELECT pg_advisory_unlock_all(), setseed({seed!r})")
+            _simple(connection, "ROLLBACK; " + _RESET.format(seed=connection.next_seed()))
             return connection.info.transaction_status == 0
         except psycopg.Error:
             return False
@@ -915,71 +1000,18 @@ def _mib(size: int) -> str:
     return f"{size / 2**20:g} MiB"
 
 
-class _Watchdog:
-    """Shuts down the socket of a query that outlives its time limit plus a grace period.
+def _grace_s(timeout_s: float) -> float:
+    """How long past its limit a query may run before its connection is dropped.
 
     ``statement_timeout`` stops a query at the next interrupt check; a built-in function that
     runs long without one (``array_fill`` of 50 million elements: 5 s past a 1 s limit) is
-    stopped here instead: the client side of the connection is shut down, the query fails with
-    ``timeout`` and the connection is discarded. One thread serves every engine.
+    stopped by the client instead: it stops waiting, drops the connection and reports
+    ``timeout``.
+
+    >>> _grace_s(1.0)
+    0.6
     """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._armed: dict[int, tuple[float, int]] = {}
-        self._fired: set[int] = set()
-        self._tokens = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    @staticmethod
-    def grace_s(timeout_s: float) -> float:
-        """How long past its limit a query may run before its connection is shut down."""
-        return 0.5 + 0.1 * timeout_s
-
-    def arm(self, connection: _Connection, timeout_s: float) -> int:
-        deadline = time.monotonic() + timeout_s + self.grace_s(timeout_s)
-        # A duplicate of the socket's descriptor: shutting it down reaches the connection's
-        # socket, and it stays valid even if the connection closes its own descriptor first.
-        fd = os.dup(connection.pgconn.socket)
-        with self._cond:
-            token = next(self._tokens)
-            earliest = min((d for d, _ in self._armed.values()), default=None)
-            self._armed[token] = (deadline, fd)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._watch, name="ambitab-postgres-watchdog", daemon=True
-                )
-                self._thread.start()
-            elif earliest is None or deadline < earliest:
-                self._cond.notify()
-        return token
-
-    def disarm(self, token: int) -> bool:
-        """Stop watching; True when the query's connection was shut down."""
-        with self._cond:
-            entry = self._armed.pop(token, None)
-            fired = token in self._fired
-            self._fired.discard(token)
-        if entry is not None:
-            os.close(entry[1])
-        return fired
-
-    def _watch(self) -> None:
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                for token, (deadline, fd) in list(self._armed.items()):
-                    if deadline <= now:
-                        with contextlib.suppress(OSError):
-                            socket.socket(fileno=os.dup(fd)).shutdown(socket.SHUT_RDWR)
-                        self._fired.add(token)
-                        del self._armed[token]
-                        os.close(fd)
-                wait = min((d for d, _ in self._armed.values()), default=now + 60.0) - now
-                self._cond.wait(max(wait, 0.001))
-
-
-_WATCHDOG = _Watchdog()
+    return 0.5 + 0.1 * timeout_s
 
 
 def _drop_database(admin: psycopg.Connection, name: str) -> None:
@@ -990,12 +1022,16 @@ def _drop_database(admin: psycopg.Connection, name: str) -> None:
 
 
 _SIMPLE_OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
+_FATAL = pq.ExecStatus.FATAL_ERROR
+_ROW = pq.ExecStatus.SINGLE_TUPLE
+_TUPLES = pq.ExecStatus.TUPLES_OK
+_SYNC = pq.ExecStatus.PIPELINE_SYNC
 
 
 def _simple(connection: psycopg.Connection, command: str) -> None:
     """One simple-protocol round trip straight through libpq (``PQexec``, which releases the
-    GIL, so the watchdog still reaches it): for the engine's own BEGIN and reset, psycopg's
-    Python layers cost as much as the round trip. Raises the psycopg error a failure makes."""
+    GIL): for the engine's own reset after a failed query, psycopg's Python layers cost as much
+    as the round trip. Raises the psycopg error a failure makes."""
     result = connection.pgconn.exec_(command.encode())
     if result.status not in _SIMPLE_OK:
         raise errors.error_from_result(result, encoding=connection.info.encoding)
