@@ -247,5 +247,5 @@ def test_evaluate_command_ignores_decoys(decoy_cwd, data_home, capsys):
     argv = ["evaluate", "AmbiTab-AmbiQT-v0", "--limit", "2", "--results", str(results)]
     status, out, err = run_cli([*argv, "--json", "--no-progress"], capsys)
     assert status == 0, err
-    assert f"corpus 'ambiqt': bundled, {(BUNDLED_DIR / 'ambiqt').resolve()}" in err
+    assert f"corpus ambiqt (bundled, {(BUNDLED_DIR / 'ambiqt').resolve()}, checksum " in err
     assert json.loads(out.strip().splitlines()[-1])["episodes"] > 0

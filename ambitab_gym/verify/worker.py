@@ -207,10 +207,10 @@ def safe_loads(data: bytes):
         >>> import datetime, pickle
         >>> safe_loads(pickle.dumps(("ok", ("d",), [(datetime.date(2024, 1, 2),)])))
         ('ok', ('d',), [(datetime.date(2024, 1, 2),)])
-        >>> safe_loads(pickle.dumps(print))
+        >>> safe_loads(pickle.dumps(eval))
         Traceback (most recent call last):
         ...
-        _pickle.UnpicklingError: worker reply holds a forbidden type builtins.print
+        _pickle.UnpicklingError: worker reply holds a forbidden type builtins.eval
     """
     return _SafeUnpickler(io.BytesIO(data)).load()
 

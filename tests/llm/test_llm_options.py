@@ -144,7 +144,12 @@ def test_leakage_command_with_an_llm_oracle(serve, tmp_path, capsys):
     assert code == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     usage = report.pop("llm_usage")  # the campaign's LLM calls per role
+    tokens = report.pop("tokens")  # summed from the rows stored per episode
     assert set(report) == {"d_j_resp", "d_rec_spec", "d_j_full", "d_rec_none"}
+    # the scripted server counts words of every message's content (its module docstring)
+    assert tokens["prompt_tokens"] == sum(
+        len(m["content"].split()) for r in server.requests() for m in r["body"]["messages"]
+    )
     assert sum(u["calls"] for u in usage.values()) == len(server.requests())
     roles = {
         role
