@@ -194,3 +194,13 @@ def test_changelog_has_the_current_version():
     assert released == sorted(released, reverse=True)
     kinds = set(re.findall(r"^### (.+)$", text, re.M))
     assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
+def test_readme_names_every_extra():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme[readme.index("## Dependencies") :]
+    missing = [e for e in extras if f"`{e}`" not in section]
+    assert not missing, f"extras not described in README's Dependencies: {missing}"
