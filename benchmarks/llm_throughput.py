@@ -24,7 +24,9 @@ the event loop runs on is the limit; on a busy machine the limit is lower), serv
 (the server process's, when psutil is installed), cpu_ceiling (the best ratio one whole core
 allows at the measured CPU per call: 1 / (cpu_ms_per_call x ideal calls per second), capped at
 1), episodes_per_slot (episodes / C: with few, the last partial wave weighs on the ratio),
-load_avg (the machine's 1-minute load before the run) and bound: what limits the run -
+load_avg (the machine's 1-minute load before the run), bare_ratio and bare_cpu_ms_per_call
+(the floor: the same client and server with C tasks calling back to back, no env or campaign;
+skipped with ``--no-bare``) and bound: what limits the run -
 ``server`` (its process used over 80 % of a core: the benchmark measures the server, not the
 client), ``client_cpu`` (the client needs more than the core it had, or more than one core:
 cpu_ceiling or cpu_share say which) or ``latency`` (neither: the ratio is what the ideal allows).
@@ -37,6 +39,7 @@ the client, the env, the policies and oracle, the verifier and the results store
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -45,8 +48,9 @@ import time
 from pathlib import Path
 
 from ambitab_gym.evaluation import CampaignConfig, run_campaign
+from ambitab_gym.evaluation.engine import run_loop
 from ambitab_gym.llm import LLMClient
-from ambitab_gym.testing.llm_server import ScriptedServer, role_rules
+from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule, role_rules
 
 TARGET = 0.9
 
@@ -68,6 +72,36 @@ def _children_cpu() -> float | None:
         return None
     times = [child.cpu_times() for child in psutil.Process().children(recursive=True)]
     return sum(t.user + t.system for t in times)
+
+
+def measure_bare(concurrency: int, latency: float, calls: int = 20) -> dict:
+    """The floor of the client and server alone: ``concurrency`` tasks each make ``calls``
+    chat calls back to back (a 700-word prompt, as the campaign's are), no env, no campaign.
+    Its ratio (ideal wall / wall) is what the campaign's ratio can reach on this machine."""
+    prompt = [
+        {"role": "system", "content": "word " * 600},
+        {"role": "user", "content": "question " * 100},
+    ]
+    with (
+        ScriptedServer([ScriptRule(reply='{"answer": "ok"}')], latency_s=latency, process=True,
+                       record_requests=False) as server,
+        LLMClient(server.url, "scripted", concurrency=concurrency, timeout_s=60) as client,
+    ):  # fmt: skip
+
+        async def slots() -> None:
+            async def slot() -> None:
+                for _ in range(calls):
+                    await client.achat(prompt, tag="bare")
+
+            await asyncio.gather(*(slot() for _ in range(concurrency)))
+
+        start, cpu = time.perf_counter(), time.process_time()
+        run_loop(slots())
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {
+        "bare_ratio": round(calls * latency / wall, 3),
+        "bare_cpu_ms_per_call": round(cpu / (calls * concurrency) * 1000, 3),
+    }
 
 
 def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions: int) -> dict:
@@ -172,10 +206,16 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per call (L)")
     parser.add_argument("--seeds", type=int, default=12, help="seeds x records = episodes")
     parser.add_argument("--questions", type=int, default=2, help="questions per episode")
+    parser.add_argument(
+        "--no-bare", dest="bare", action="store_false",
+        help="skip the floor run of the client and server alone",
+    )  # fmt: skip
     args = parser.parse_args()
     results = []
     for concurrency in args.concurrency:
         result = measure(args.env, concurrency, args.latency, args.seeds, args.questions)
+        if args.bare:
+            result.update(measure_bare(concurrency, args.latency))
         results.append(result)
         print(
             f"C={concurrency:>3}  L={args.latency:g}s  {result['episodes']} episodes, "
@@ -187,6 +227,12 @@ def main() -> None:
             f"{_share(result['server_cpu_share'])} of a core; load {result['load_avg']:.1f}; "
             f"bound: {result['bound']}"
         )
+        if args.bare:
+            print(
+                f"       client + server alone (no env, no campaign): ratio "
+                f"{result['bare_ratio']:.2f}, client CPU {result['bare_cpu_ms_per_call']:.2f} "
+                "ms/call"
+            )
     final = results[-1] if len(results) == 1 else {**results[-1], "sweep": results}
     print(json.dumps(final))
 

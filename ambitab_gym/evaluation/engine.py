@@ -90,6 +90,7 @@ __all__ = [
     "episode_seed",
     "pending_units",
     "play_episode",
+    "run_loop",
     "run_plan",
     "run_units",
     "seeds_can_vary",
@@ -583,9 +584,15 @@ def campaign_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _run_loop(coro: Any) -> Any:
+def run_loop(coro: Any) -> Any:
     """``asyncio.run`` on uvloop's event loop when uvloop is installed (the ``llm-fast`` extra),
-    else on asyncio's own."""
+    else on asyncio's own: how a campaign runs its units.
+
+    >>> async def two():
+    ...     return 2
+    >>> run_loop(two())
+    2
+    """
     factory = uvloop.new_event_loop if uvloop is not None else None
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(coro)
@@ -632,7 +639,7 @@ def _execute(
     try:
         with campaign_gc():
             if executor is None:
-                _run_loop(run_units(plan, units, concurrency=concurrency, on_row=on_row))
+                run_loop(run_units(plan, units, concurrency=concurrency, on_row=on_row))
             else:
                 executor.run(plan, units, on_row, concurrency=concurrency)
     finally:
