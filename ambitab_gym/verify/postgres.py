@@ -580,12 +580,13 @@ class PostgresEngine:
         """One verification in one round trip: a libpq pipeline of extended-protocol messages.
 
         ``BEGIN READ ONLY``, ``DECLARE ... CURSOR FOR <wrapped query>``, ``FETCH`` (rows in
-        single-row mode, each measured as it arrives), a sync point, then the reset (``ROLLBACK``,
-        advisory locks released, a fresh random seed) and a second sync point, all written at
-        once. Every message is its own extended-protocol statement, so the server still parses
-        the submission as exactly one statement; an error skips the rest of its segment, and the
-        reset, after the sync point, runs whatever happened. Results are read with the GIL
-        released while waiting (``poll``), up to the time limit plus :func:`_grace_s`.
+        single-row mode, each measured as it arrives), the reset (advisory locks released, a
+        fresh random seed), ``ROLLBACK`` and one sync point, all written at once. Every message
+        is its own extended-protocol statement, so the server still parses the submission as
+        exactly one statement; an error skips the rest of the segment (the transaction stays
+        open and failed: :meth:`_reset` then rolls back and resets in a round trip of its own).
+        Results are read with the GIL released while waiting (``poll``), up to the time limit
+        plus :func:`_grace_s`.
         """
         start = time.monotonic()
         deadline = start + limits.timeout_s
@@ -604,25 +605,6 @@ class PostgresEngine:
         except UnicodeEncodeError as error:
             raise QueryError("syntax", f"the SQL text cannot be encoded: {error.reason}") from None
         pgconn = connection.pgconn
-        pgconn.enter_pipeline_mode()
-        send = pgconn.send_query_params
-        settings = connection._budget_ms != budget_ms
-        if settings:
-            # Session settings, in a segment of their own (before BEGIN, so the rollback
-            # keeps them); unknown until the server has taken them.
-            connection._budget_ms = None
-            for setting in _SETTINGS:
-                send(setting.format(ms=budget_ms, idle_ms=budget_ms + 10_000).encode(), None)
-            pgconn.pipeline_sync()
-        send(_BEGIN.encode(), None)
-        send(declare, None)
-        send(f"FETCH FORWARD {limits.max_rows + 1} FROM {_CURSOR}".encode(), None)
-        # The reset inside the transaction (neither advisory locks nor the seed are
-        # transactional), then the rollback: one segment. An error skips the rest of the
-        # segment; then _reset repeats both in a round trip of their own.
-        send(_RESET.format(seed=connection.next_seed()).encode(), None)
-        send(b"ROLLBACK", None)
-        pgconn.pipeline_sync()
         if connection._poll is None:
             connection._poll = select.poll()
             connection._poll.register(pgconn.socket, select.POLLIN)
@@ -640,15 +622,34 @@ class PostgresEngine:
                 pgconn.consume_input()
             return pgconn.get_result()
 
-        if settings:
+        pgconn.enter_pipeline_mode()
+        send = pgconn.send_query_params
+        if connection._budget_ms != budget_ms:
+            # Session settings (once per connection), in a segment of their own before BEGIN
+            # (so the rollback keeps them), confirmed before the query is sent: a query never
+            # runs without its limits.
+            connection._budget_ms = None
+            for setting in _SETTINGS:
+                send(setting.format(ms=budget_ms, idle_ms=budget_ms + 10_000).encode(), None)
+            pgconn.pipeline_sync()
             ok = True
             for _setting in _SETTINGS:
                 res = result()
                 ok = ok and res is not None and res.status == pq.ExecStatus.COMMAND_OK
                 result()
-            ok = result().status == _SYNC and ok
-            if ok:
-                connection._budget_ms = budget_ms
+            if not (result().status == _SYNC and ok):
+                connection.close()
+                raise QueryError("engine", "the PostgreSQL session refused the query limits")
+            connection._budget_ms = budget_ms
+        send(_BEGIN.encode(), None)
+        send(declare, None)
+        send(f"FETCH FORWARD {limits.max_rows + 1} FROM {_CURSOR}".encode(), None)
+        # The reset inside the transaction (neither advisory locks nor the seed are
+        # transactional), then the rollback: one segment. An error skips the rest of the
+        # segment; then _reset repeats both in a round trip of their own.
+        send(_RESET.format(seed=connection.next_seed()).encode(), None)
+        send(b"ROLLBACK", None)
+        pgconn.pipeline_sync()
         failure: psycopg.Error | None = None
         for _statement in range(2):  # BEGIN, DECLARE
             res = result()
@@ -691,7 +692,7 @@ class PostgresEngine:
             result()
         clean = result().status == _SYNC and clean
         pgconn.exit_pipeline_mode()
-        connection._reset_done = clean and connection.info.transaction_status == 0
+        connection._reset_done = clean and pgconn.transaction_status == pq.TransactionStatus.IDLE
         if failure is not None:
             raise failure
         if len(rows) > limits.max_rows:
