@@ -408,3 +408,22 @@ def test_one_lexing_serves_both_guards(sql):
     tokens = _tokens(sql, '"')
     assert split_one_statement(sql, tokens) == split_statements(sql, "postgres")
     assert paren_depths_fast(sql, tokens) == paren_depths(sql, "postgres")
+
+
+def test_changed_limits_reach_the_session_before_the_query(reader_dsn, first_db):
+    engine = PostgresEngine(
+        reader_dsn,
+        dbname=database_name(CORPUS, first_db),
+        pool_size=1,
+        limits=Limits(timeout_s=1.5),
+    )
+    check = "SELECT current_setting('statement_timeout'), current_setting('lock_timeout')"
+    try:
+        assert engine.execute(check).rows == [("1500ms", "1500ms")]
+        assert engine.execute(check, limits=Limits(timeout_s=2.0)).rows == [("2s", "2s")]
+        with pytest.raises(QueryError) as caught:
+            engine.execute("SELECT pg_sleep(5)", limits=Limits(timeout_s=0.25))
+        assert caught.value.category == "timeout"
+        assert engine.execute(check).rows == [("1500ms", "1500ms")]
+    finally:
+        engine.close()
