@@ -90,3 +90,24 @@ def test_the_writer_raises_a_store_failure(tmp_path):
         writer.add({**good, "record_id": "r2"})
     assert store.done_keys("c") == {("asker", 0, "r0")}  # what came before the failure
     store.close()
+
+
+def test_a_batch_keeps_every_value_whatever_python_type_it_came_as(tmp_path):
+    # one batch is one INSERT of a list per column: numpy numbers, bools and missing values
+    # in the same column still land as the column's type
+    import numpy as np
+
+    store = ResultsStore(tmp_path / "r.duckdb", flush_every=1000)
+    key = {"campaign_id": "c", "condition": "asker"}
+    store.add_episode(
+        {**key, "seed": np.int64(1), "record_id": "a", "success": True, "m": 2,
+         "recall": np.float32(0.5), "dialogue": [{"question": "é?"}], "elapsed_s": 1}
+    )  # fmt: skip
+    store.add_episode({**key, "seed": 2, "record_id": "b", "success": 0, "m": None})
+    got = {e["record_id"]: e for e in store.episodes("c")}
+    assert (got["a"]["seed"], got["a"]["success"], got["a"]["m"]) == (1, 1.0, 2)
+    assert (got["a"]["recall"], got["a"]["elapsed_s"]) == (0.5, 1.0)
+    assert got["a"]["dialogue"] in ([{"question": "é?"}], '[{"question": "é?"}]')
+    assert (got["b"]["seed"], got["b"]["success"], got["b"]["m"]) == (2, 0.0, None)
+    assert got["b"]["recall"] is None and got["b"]["dialogue"] is None
+    store.close()
