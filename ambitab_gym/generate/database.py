@@ -252,7 +252,6 @@ def _schema_of(connection: sqlite3.Connection) -> str:
 
 def _creates(d: Domain) -> list[str]:
     """The ``CREATE TABLE`` statements of a domain's databases (the same for all of them)."""
-    a, b = d.measure_columns
     return [
         f"CREATE TABLE {d.entity_table} (\n"
         f"  {d.entity_id} INTEGER PRIMARY KEY,\n"
@@ -267,27 +266,25 @@ def _creates(d: Domain) -> list[str]:
         f"  {d.category_column} TEXT NOT NULL,\n"
         f"  {d.item_value_column} REAL NOT NULL\n"
         ");",
-        f"CREATE TABLE {d.event_table} (\n"
-        f"  {d.event_id} INTEGER PRIMARY KEY,\n"
-        f"  {d.entity_id} INTEGER NOT NULL REFERENCES {d.entity_table}({d.entity_id}),\n"
-        f"  {d.item_id} INTEGER NOT NULL REFERENCES {d.item_table}({d.item_id}),\n"
-        f"  {d.date_column} TEXT NOT NULL,\n"
-        f"  {a} REAL NOT NULL,\n"
-        f"  {b} REAL NOT NULL,\n"
-        f"  {d.size_column} INTEGER NOT NULL,\n"
-        f"  {d.status_column} TEXT NOT NULL\n"
-        ");",
-        f"CREATE TABLE {d.archive_table} (\n"
-        f"  {d.event_id} INTEGER PRIMARY KEY,\n"
-        f"  {d.entity_id} INTEGER NOT NULL REFERENCES {d.entity_table}({d.entity_id}),\n"
-        f"  {d.item_id} INTEGER NOT NULL REFERENCES {d.item_table}({d.item_id}),\n"
-        f"  {d.date_column} TEXT NOT NULL,\n"
-        f"  {a} REAL NOT NULL,\n"
-        f"  {b} REAL NOT NULL,\n"
-        f"  {d.size_column} INTEGER NOT NULL,\n"
-        f"  {d.status_column} TEXT NOT NULL\n"
-        ");",
+        *(_event_table(d, name) for name in (d.event_table, d.archive_table)),
     ]
+
+
+def _event_table(d: Domain, name: str) -> str:
+    """An event table's ``CREATE TABLE``: the current and the archive table share it."""
+    a, b = d.measure_columns
+    return (
+        f"CREATE TABLE {name} (\n"
+        f"  {d.event_id} INTEGER PRIMARY KEY,\n"
+        f"  {d.entity_id} INTEGER NOT NULL REFERENCES {d.entity_table}({d.entity_id}),\n"
+        f"  {d.item_id} INTEGER NOT NULL REFERENCES {d.item_table}({d.item_id}),\n"
+        f"  {d.date_column} TEXT NOT NULL,\n"
+        f"  {a} REAL NOT NULL,\n"
+        f"  {b} REAL NOT NULL,\n"
+        f"  {d.size_column} INTEGER NOT NULL,\n"
+        f"  {d.status_column} TEXT NOT NULL\n"
+        ");"
+    )
 
 
 def schema_text_of(domain: Domain) -> str:
