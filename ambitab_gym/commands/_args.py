@@ -28,6 +28,7 @@ from ambitab_gym.errors import UnknownComponent, UsageError
 __all__ = [
     "add_executor_arguments",
     "add_campaign_arguments",
+    "add_campaign_filter",
     "check_component",
     "component_help",
     "executor_from_args",
@@ -213,6 +214,18 @@ def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
         type=non_negative_int,
         default=defaults.BOOTSTRAP_SEED,
         help=f"bootstrap seed (default {defaults.BOOTSTRAP_SEED})",
+    )
+
+
+def add_campaign_filter(parser: argparse.ArgumentParser) -> None:
+    """``--campaign ID`` (repeatable): the commands that read a results file (``report``,
+    ``audit``, ``rescore``, ``export``) keep only the named campaigns."""
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="only this campaign (id or unique id prefix); repeat for several",
     )
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from ambitab_gym.commands._args import output_file
+from ambitab_gym.commands._args import add_campaign_filter, output_file
 
 __all__ = ["register", "run"]
 
@@ -45,13 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="the audit page (default: RESULTS without suffix + '-audit.html')",
     )
-    parser.add_argument(
-        "--campaign",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="only this campaign (id or unique id prefix); repeat for several",
-    )
+    add_campaign_filter(parser)
     parser.add_argument(
         "--json", action="store_true", help="print the shares as one JSON array (last line)"
     )

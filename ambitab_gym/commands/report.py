@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ambitab_gym.commands._args import output_folder, positive_int
+from ambitab_gym.commands._args import add_campaign_filter, output_folder, positive_int
 
 __all__ = ["register", "run"]
 
@@ -35,13 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="output folder (default: RESULTS without suffix + '-report')",
     )
-    parser.add_argument(
-        "--campaign",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="only this campaign (id or unique id prefix); repeat for several",
-    )
+    add_campaign_filter(parser)
     parser.add_argument(
         "--dpi", type=positive_int, default=200, help="PNG resolution (default 200)"
     )

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from ambitab_gym.commands._args import add_bootstrap_arguments
+from ambitab_gym.commands._args import add_bootstrap_arguments, add_campaign_filter
 
 __all__ = ["register", "run"]
 
@@ -30,13 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "No model is called; the results file is not changed.",
     )
     parser.add_argument("results", metavar="RESULTS", type=Path, help="DuckDB results file")
-    parser.add_argument(
-        "--campaign",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="only this campaign (id or unique id prefix); repeat for several",
-    )
+    add_campaign_filter(parser)
     add_bootstrap_arguments(parser)
     parser.add_argument(
         "--json",
