@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ambitab_gym.commands._args import output_file
+from ambitab_gym.commands._args import add_campaign_filter, output_file
 
 __all__ = ["register", "run"]
 
@@ -47,13 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the file to write, '-' for standard output (default: RESULTS with the suffix "
         ".jsonl); missing folders are created",
     )
-    parser.add_argument(
-        "--campaign",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="only this campaign (id or unique id prefix); repeat for several",
-    )
+    add_campaign_filter(parser)
     parser.add_argument(
         "--with-campaign",
         action="store_true",
