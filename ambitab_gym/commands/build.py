@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.llm_url) != bool(args.model):
         print("error: --llm-url and --model go together", file=sys.stderr)
         return 2
+    if args.llm_url and (status := _check_server(args.llm_url, args.model)):
+        return status
     options = BuildOptions(
         source=args.source,
         databases=args.databases,
@@ -120,6 +122,25 @@ def run(args: argparse.Namespace) -> int:
         report = BuildReport(corpus, None, 0, 0, 0, {}, error=str(error))
     _print(report, as_json=args.json)
     return 0 if report.ok else 1
+
+
+def _check_server(url: str, model: str) -> int:
+    """Pre-flight the model server of the converters' hooks before anything is read or built:
+    0 when it serves ``model``, else 2 with the reason (the URL, the refused key, the models it
+    serves) on stderr."""
+    from ambitab_gym.commands.llm_options import preflight
+    from ambitab_gym.errors import LLMServiceError
+    from ambitab_gym.llm.client import LLMClient
+
+    client = LLMClient(url, model)
+    try:
+        preflight([client], concurrency=1, fixed=True, prog="ambitab-gym build")
+    except LLMServiceError as error:
+        print(f"ambitab-gym build: {error}", file=sys.stderr)
+        return 2
+    finally:
+        client.close()
+    return 0
 
 
 def _print(report, *, as_json: bool) -> None:

@@ -173,3 +173,23 @@ def test_rewriting_hook(tmp_path):
     assert first["ambiguities"][0]["kind"] == "knowledge"
     manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
     assert manifest["provenance"]["mode"].startswith("rewritten by a model")
+
+
+def test_an_unreachable_model_server_stops_the_build_before_it_starts(tmp_path, capsys):
+    import socket
+
+    from ambitab_gym.cli import main as cli_main
+
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    dev = tiny_bird(tmp_path)
+    out = tmp_path / "c"
+    status = cli_main(
+        ["build", "bird", "--source", str(dev), "--out", str(out), "--llm-url", url]
+        + ["--model", "rewriter"]
+    )
+    assert status == 2
+    assert url in capsys.readouterr().err
+    assert not out.exists()  # nothing built, not even a partial folder
