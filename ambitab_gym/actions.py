@@ -148,6 +148,8 @@ def repair_text(text: str) -> tuple[str, str]:
     >>> repair_text("a" + chr(0xD800) + "b" + chr(0))
     ('a\ufffdb\ufffd', 'invalid Unicode (lone surrogates) replaced by U+FFFD; NUL characters replaced by U+FFFD')
     """
+    if text.isascii() and "\x00" not in text:  # the common case: nothing to repair
+        return text, ""
     notes = []
     try:
         text.encode("utf-8")
@@ -186,6 +188,11 @@ def _as_text(action: Any) -> tuple[str, str]:
     return text, f"not text but {type(action).__name__}: read as its str()"
 
 
+# what json.loads(..., parse_int=str, parse_float=str, parse_constant=str) builds on every call,
+# built once (a decoder holds no state between calls)
+_LITERAL_NUMBERS = json.JSONDecoder(parse_int=str, parse_float=str, parse_constant=str)
+
+
 def _decode_json(text: str) -> tuple[Any, str]:
     """A JSON object, or None and a note when text that looks like one does not decode.
 
@@ -198,7 +205,7 @@ def _decode_json(text: str) -> tuple[Any, str]:
     if len(stripped) > MAX_JSON_CHARS:
         return None, f"longer than {MAX_JSON_CHARS:,} characters: not decoded as JSON"
     try:
-        value = json.loads(stripped, parse_int=str, parse_float=str, parse_constant=str)
+        value = _LITERAL_NUMBERS.decode(stripped)
     except RecursionError:
         return None, "JSON nested too deeply: read as plain text"
     except (ValueError, MemoryError):

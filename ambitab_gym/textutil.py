@@ -67,6 +67,8 @@ def strip_thinking(text: str) -> str:
     >>> strip_thinking("<reasoning>The user wants 2023.</reasoning> Which region?")
     'Which region?'
     """
+    if "<" not in text:  # no tag at all: nothing to remove (the common reply)
+        return text.strip()
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
         # every open tag before the last close has a close after it: the non-greedy block
@@ -195,10 +197,14 @@ def find_json_object(text: str) -> dict | None:
     """
     if not isinstance(text, str):
         return None
-    candidates = [text.strip()] + [block.body for block in code_blocks(text)]
-    for candidate in candidates:
-        if candidate.startswith("{"):
-            value = _loads(candidate)
+    whole = text.strip()
+    if whole.startswith("{"):  # the whole text first: fences are looked for only when needed
+        value = _loads(whole)
+        if isinstance(value, dict):
+            return value
+    for block in code_blocks(text):
+        if block.body.startswith("{"):
+            value = _loads(block.body)
             if isinstance(value, dict):
                 return value
     if len(text) > _MAX_EMBEDDED_CHARS:

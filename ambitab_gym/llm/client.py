@@ -576,7 +576,10 @@ class LLMClient:
             self.calls.append(record)
             self._usage.add(record)
             key = record.role or record.tag or "other"
-            self._usage_by_role.setdefault(key, UsageSummary()).add(record)
+            usage = self._usage_by_role.get(key)
+            if usage is None:  # not setdefault: no UsageSummary built per call
+                usage = self._usage_by_role[key] = UsageSummary()
+            usage.add(record)
 
     def _logging(self) -> bool:
         """Whether calls are logged (a log file, or DEBUG on the ``ambitab_gym.llm`` logger):

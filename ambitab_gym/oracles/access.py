@@ -198,13 +198,15 @@ class NotesBuilder:
         self.dialect = dialect or (corpus.manifest.dialect if corpus is not None else None)
         self._segments: dict[str, tuple[str, ...]] = {}
         self._contexts: dict[str, str] = {}
+        self._notes: dict[tuple[str, bool, bool], tuple[TaskRecord, tuple[NoteEntry, ...]]] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:  # pickling (Ray workers): the caches, not the lock
-        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_notes")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._notes = {}  # keyed by record identity: rebuilt in the new process
         self._lock = threading.Lock()
 
     def segments(self, record: TaskRecord) -> tuple[str, ...]:
@@ -230,7 +232,14 @@ class NotesBuilder:
         return found
 
     def _entries(self, record: TaskRecord, *, meanings: bool, evidence: bool):
-        return tuple(
+        # the same record gives the same entries on every turn: built once per record object
+        # (the record itself is kept with them and compared by identity, so a cached tuple is
+        # never handed to another record that shares its id)
+        key = (record.id, meanings, evidence)
+        found = self._notes.get(key)
+        if found is not None and found[0] is record:
+            return found[1]
+        entries = tuple(
             NoteEntry(
                 a.term,
                 a.aliases,
@@ -239,6 +248,11 @@ class NotesBuilder:
             )
             for a in record.ambiguities
         )
+        with self._lock:
+            if len(self._notes) > 4096:
+                self._notes.clear()
+            self._notes[key] = (record, entries)
+        return entries
 
     def matcher_notes(self, context: OracleContext) -> OracleNotes:
         """What the matcher reads."""

@@ -30,6 +30,7 @@ deterministic matcher answers ``labeled`` for credited questions and refuses the
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from ambitab_gym.oracles.access import (
 from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext, Route
 from ambitab_gym.oracles.llm_prompts import (
     MatcherAction,
+    OracleNotes,
     matcher_messages,
     matcher_rationale,
     matcher_schema,
@@ -116,6 +118,16 @@ class _RouteWithReply(Route):
         if not self.responder_parsed:
             out["responder_parsed"] = False
         return out
+
+
+# the structured-output formats, built once per distinct content (a pure function: the same
+# entries and segments give the same schema; nothing record-specific is kept elsewhere)
+@functools.lru_cache(maxsize=1024)
+def _route_format(entries: tuple, segments: tuple[str, ...]) -> dict:
+    return response_format("route", matcher_schema(OracleNotes("", entries, segments=segments)))
+
+
+_ANSWER_FORMAT = response_format("answer", responder_schema())
 
 
 class _Stats:
@@ -206,7 +218,7 @@ class LLMMatcher:
         """Route one question (one LLM call)."""
         notes = self.notes.matcher_notes(context)
         messages = matcher_messages(question, notes)
-        fmt = response_format("route", matcher_schema(notes)) if self.structured else None
+        fmt = _route_format(notes.entries, notes.segments) if self.structured else None
         result = await self.client.achat(
             messages,
             tag="oracle:matcher",
@@ -216,7 +228,11 @@ class LLMMatcher:
             parse=parse_matcher_output,
             response_format=fmt,
         )
-        action = parse_matcher_output(result.text)
+        # the client read the reply with parse_matcher_output already (a pure function of the
+        # same text); a client without it (parsed None) is read here
+        action = result.parsed
+        if not isinstance(action, MatcherAction):
+            action = parse_matcher_output(result.text)
         record = context.record
         rationale = matcher_rationale(result.text)
         problem = None if action is None else self._invalid(action, question, context)
@@ -338,7 +354,7 @@ class LLMResponder:
             focus = action.argument
         notes = self.notes.responder_notes(context)
         messages = responder_messages(question, notes, action=action.render(), focus=focus)
-        fmt = response_format("answer", responder_schema()) if self.structured else None
+        fmt = _ANSWER_FORMAT if self.structured else None
         result = await self.client.achat(
             messages,
             tag="oracle:responder",
@@ -349,8 +365,12 @@ class LLMResponder:
             response_format=fmt,
         )
         self._stats.add("replies")
-        answer = parse_responder_output(result.text)
-        if answer is None or find_json_object(result.text) is None:
+        answer = result.parsed
+        if not isinstance(answer, str):
+            answer = parse_responder_output(result.text)
+        # a reply read as plain text is returned whole (parse_responder_output: ``text or None``),
+        # one read from JSON is a field inside it: only a whole-text answer needs the JSON check
+        if answer is None or (answer == result.text and find_json_object(result.text) is None):
             self._stats.add("parse_failures")  # not the requested JSON: plain text is used
             route = context.route
             if route is not None:

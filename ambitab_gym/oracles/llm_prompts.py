@@ -18,6 +18,7 @@ Readers never raise on model text; they return ``None`` instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -103,12 +104,38 @@ def _segments(notes: OracleNotes) -> str:
 def matcher_messages(question: str, notes: OracleNotes) -> Messages:
     """The matcher's messages: route a question to ``labeled``/``unlabeled``/``unanswerable``.
 
+    The parts that do not change within an episode (the system prompt, the request, the
+    database description, the points and the SQL) are built once per distinct content
+    (:func:`_matcher_static`); the dialogue and the question are added per call.
+
     Example:
         >>> notes = OracleNotes("List top customers.", (NoteEntry("top customers"),))
         >>> msgs = matcher_messages("How many top customers?", notes)
         >>> "unlabeled" in msgs[0]["content"], '"top customers"' in msgs[1]["content"]
         (False, True)
     """
+    system, head = _matcher_static(
+        notes.request, notes.entries, notes.context, notes.segments, notes.reference_sql
+    )
+    if notes.dialogue:
+        user = f"{head}\n\nEarlier questions and answers:\n{notes.dialogue}\n\nQuestion: {question}"
+    else:
+        user = f"{head}\n\nQuestion: {question}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+# keyed by the notes' whole static content (never by a record id), so one record's text can
+# only come back for notes that hold exactly that text; pure and bounded
+@functools.lru_cache(maxsize=1024)
+def _matcher_static(
+    request: str,
+    entries: tuple[NoteEntry, ...],
+    context: str | None,
+    segments: tuple[str, ...],
+    reference_sql: str | None,
+) -> tuple[str, str]:
+    """The matcher's system prompt and the user message up to (not including) the dialogue."""
+    notes = OracleNotes(request, entries, context, segments, reference_sql)
     actions = [
         '- labeled("<term>"): the question asks about one of the registered ambiguous points '
         "listed below. Copy that point's term exactly as listed; if the question touches several, "
@@ -145,10 +172,7 @@ Reply with exactly one JSON object and nothing else:
         parts.append(f"Reference SQL:\n{notes.reference_sql}")
     if notes.segments:
         parts.append(f"Reference SQL segments:\n{_segments(notes)}")
-    if notes.dialogue:
-        parts.append(f"Earlier questions and answers:\n{notes.dialogue}")
-    parts.append(f"Question: {question}")
-    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+    return system, "\n\n".join(parts)
 
 
 _RESPONDER = """You are the person who wrote the database request below, and an assistant has \
@@ -185,18 +209,10 @@ def responder_messages(
         >>> "the five biggest spenders" in msgs[1]["content"]
         True
     """
-    parts = [f"Your request: {notes.request}"]
-    if notes.context:
-        parts.append(f"Database description (for your reference):\n{notes.context}")
-    parts.append(
-        "What you meant (your private notes; the assistant cannot see them):\n"
-        f"{_entries(notes, with_meaning=True)}"
+    head = _responder_head(
+        notes.request, notes.entries, notes.context, notes.segments, notes.reference_sql
     )
-    if notes.reference_sql:
-        parts.append(f"The query you have in mind (never show it):\n{notes.reference_sql}")
-    if notes.segments:
-        parts.append(f"Its parts:\n{_segments(notes)}")
-    parts.append(f"The assistant asks: {question}")
+    parts = [head, f"The assistant asks: {question}"]
     if action.startswith("labeled"):
         guide = f"This question is about {action[len('labeled(') : -1]}. What you meant: {focus}"
     elif action.startswith("unlabeled"):
@@ -212,6 +228,30 @@ def responder_messages(
         {"role": "system", "content": _RESPONDER},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+@functools.lru_cache(maxsize=1024)  # keyed by the whole static content, as _matcher_static
+def _responder_head(
+    request: str,
+    entries: tuple[NoteEntry, ...],
+    context: str | None,
+    segments: tuple[str, ...],
+    reference_sql: str | None,
+) -> str:
+    """The responder's user message up to (not including) the question."""
+    notes = OracleNotes(request, entries, context, segments, reference_sql)
+    parts = [f"Your request: {notes.request}"]
+    if notes.context:
+        parts.append(f"Database description (for your reference):\n{notes.context}")
+    parts.append(
+        "What you meant (your private notes; the assistant cannot see them):\n"
+        f"{_entries(notes, with_meaning=True)}"
+    )
+    if notes.reference_sql:
+        parts.append(f"The query you have in mind (never show it):\n{notes.reference_sql}")
+    if notes.segments:
+        parts.append(f"Its parts:\n{_segments(notes)}")
+    return "\n\n".join(parts)
 
 
 def responder_schema() -> dict:
@@ -356,8 +396,11 @@ PROMPT_EXAMPLES = ("term", "sql segment", "your action", "one or two sentences",
 _PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$|<\s*(?:term|sql segment|your [a-z ]+)\s*>", re.I)
 
 
+_NON_WORD = re.compile(r"[^\w]+")
+
+
 def _plain(text: str) -> str:
-    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
+    return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
 
 
 def prompt_echo(argument: str, question: str = "") -> bool:

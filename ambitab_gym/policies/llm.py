@@ -31,6 +31,7 @@ from ambitab_gym.llm.client import LLMMalformedResponse, response_format
 from ambitab_gym.llm.sampling import EpisodeKey, Sampling, current_episode, episode_scope
 from ambitab_gym.policies.llm_prompts import (
     ASKER_STRATEGIES,
+    TaskTexts,
     asker_messages,
     asker_schema,
     parse_asker_output,
@@ -59,6 +60,13 @@ __all__ = [
 #: The JSON stop action the LLM asker emits.
 DONE_ACTION = json.dumps({"type": "done", "output": None})
 
+# json.dumps(..., ensure_ascii=False) without building an encoder on every call
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False)
+
+# the structured-output formats (constant: built once, never changed)
+_ASKER_FORMAT = response_format("asker_action", asker_schema())
+_SOLVER_FORMAT = response_format("final_sql", solver_schema())
+
 
 def solver_sql(reply: str) -> str | None:
     """The SQL of a solver reply as the env would read it in the SQL phase
@@ -79,7 +87,7 @@ def clarification_action(question: str) -> str:
     >>> clarification_action("Which year?")
     '{"type": "clarification", "output": "Which year?"}'
     """
-    return json.dumps({"type": "clarification", "output": question}, ensure_ascii=False)
+    return _JSON_TEXT.encode({"type": "clarification", "output": question})
 
 
 class _Counts:
@@ -163,6 +171,7 @@ class LLMAsker:
         self.episode_seed: int | None = None
         self.structured = client.structured_output if structured is None else structured
         self._counts = _Counts()
+        self._tasks = TaskTexts()
 
     @property
     def max_tokens(self) -> int | None:
@@ -189,7 +198,7 @@ class LLMAsker:
         """
         if view.phase != "ask" or view.questions_left <= 0:
             return DONE_ACTION
-        messages = asker_messages(self.strategy, view)
+        messages = asker_messages(self.strategy, view, task=self._tasks.get(view))
         scope: Any = contextlib.nullcontext()
         if current_episode() is None and self.episode_seed is not None:
             scope = episode_scope(EpisodeKey(seed=self.episode_seed))
@@ -201,9 +210,7 @@ class LLMAsker:
                 turn=len(view.dialogue),
                 sampling=self.sampling,
                 parse=parse_asker_output,
-                response_format=response_format("asker_action", asker_schema())
-                if self.structured
-                else None,
+                response_format=_ASKER_FORMAT if self.structured else None,
             )
         self._counts.add("calls")
         output = result.parsed
@@ -273,6 +280,7 @@ class LLMSolver:
         )
         self.structured = client.structured_output if structured is None else structured
         self._counts = _Counts()
+        self._tasks = TaskTexts()
 
     @property
     def stats(self) -> dict[str, int]:
@@ -286,15 +294,13 @@ class LLMSolver:
             LLMError: the server failed; its ``category`` says how.
         """
         result = await self.client.achat(
-            solver_messages(view, dialect=self.dialect),
+            solver_messages(view, dialect=self.dialect, task=self._tasks.get(view)),
             tag="solver",
             role="solver",
             turn=len(view.dialogue),
             sampling=self.sampling,
             parse=solver_sql,
-            response_format=response_format("final_sql", solver_schema())
-            if self.structured
-            else None,
+            response_format=_SOLVER_FORMAT if self.structured else None,
         )
         self._counts.add("calls")
         sql = result.parsed

@@ -23,6 +23,7 @@ the paper's strategies.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "STRATEGIES",
     "AskerOutput",
     "AskerStrategy",
+    "TaskTexts",
     "asker_messages",
     "asker_schema",
     "is_refusal",
@@ -135,8 +137,8 @@ def _transcript(view: PublicView) -> str:
     return view.render_dialogue() or "(no questions asked yet)"
 
 
-def _direct(view: PublicView) -> Messages:
-    task = view.render_task()
+def _direct(view: PublicView, task: str | None = None) -> Messages:
+    task = view.render_task() if task is None else task
     turn = len(view.dialogue) + 1
     user = (
         f"{task}\n\nConversation so far:\n{_transcript(view)}\n\n"
@@ -145,9 +147,10 @@ def _direct(view: PublicView) -> Messages:
     return [{"role": "system", "content": _DIRECT}, {"role": "user", "content": user}]
 
 
-def _checklist_chat(view: PublicView) -> Messages:
+def _checklist_chat(view: PublicView, task: str | None = None) -> Messages:
     messages: Messages = [{"role": "system", "content": _CHAT}]
-    first = f"{view.render_task()}\n\nAsk your first question, or stop if nothing is unclear."
+    task = view.render_task() if task is None else task
+    first = f"{task}\n\nAsk your first question, or stop if nothing is unclear."
     messages.append({"role": "user", "content": first})
     for item in view.dialogue:
         messages.append({"role": "assistant", "content": _clarification(item.question)})
@@ -156,7 +159,7 @@ def _checklist_chat(view: PublicView) -> Messages:
     return messages
 
 
-def _checklist_ledger(view: PublicView) -> Messages:
+def _checklist_ledger(view: PublicView, task: str | None = None) -> Messages:
     settled = [t for t in view.dialogue if not is_refusal(t.answer)]
     unanswered = [t for t in view.dialogue if is_refusal(t.answer)]
 
@@ -168,8 +171,9 @@ def _checklist_ledger(view: PublicView) -> Messages:
         )
 
     turn = len(view.dialogue) + 1
+    task = view.render_task() if task is None else task
     user = (
-        f"{view.render_task()}\n\n"
+        f"{task}\n\n"
         f"Questions already answered (settled - do not ask about them again):\n"
         f"{ledger(settled)}\n\n"
         f"Questions the user could not answer (do not ask about them again):\n"
@@ -187,7 +191,8 @@ class AskerStrategy:
     Attributes:
         name: ``direct``, ``checklist-chat`` or ``checklist-ledger``.
         description: what the model reads and when it stops, in one line.
-        build: the chat messages for the next decision, from the agent's view only.
+        build: the chat messages for the next decision, from the agent's view only (the
+            built-in ones also take ``task``: ``view.render_task()`` rendered already).
 
     Example:
         >>> from ambitab_gym.records import PublicSpec
@@ -202,9 +207,12 @@ class AskerStrategy:
     description: str
     build: Callable[[PublicView], Messages]
 
-    def messages(self, view: PublicView) -> Messages:
-        """The messages for the asker's next decision."""
-        return self.build(view)
+    def messages(self, view: PublicView, *, task: str | None = None) -> Messages:
+        """The messages for the asker's next decision (``task``: ``view.render_task()`` when
+        the caller has it already)."""
+        if task is None:
+            return self.build(view)
+        return self.build(view, task)  # type: ignore[call-arg]
 
 
 #: The asking strategies of paper Table 9, by name (the registry lists them from here).
@@ -234,12 +242,13 @@ STRATEGIES: Mapping[str, AskerStrategy] = MappingProxyType(
 ASKER_STRATEGIES: tuple[str, ...] = tuple(STRATEGIES)
 
 
-def asker_messages(strategy: str, view: PublicView) -> Messages:
+def asker_messages(strategy: str, view: PublicView, *, task: str | None = None) -> Messages:
     """The messages an asker sends for its next decision.
 
     Args:
         strategy: one of :data:`ASKER_STRATEGIES`.
         view: what the asker may see.
+        task: ``view.render_task()`` when the caller has it already (:class:`TaskTexts`).
 
     Returns:
         OpenAI chat messages.
@@ -257,10 +266,12 @@ def asker_messages(strategy: str, view: PublicView) -> Messages:
     found = STRATEGIES.get(strategy)
     if found is None:
         raise ValueError(f"unknown asking strategy {strategy!r}; choose from {ASKER_STRATEGIES}")
-    return found.messages(view)
+    return found.messages(view, task=task)
 
 
-def solver_messages(view: PublicView, *, dialect: str = "sqlite") -> Messages:
+def solver_messages(
+    view: PublicView, *, dialect: str = "sqlite", task: str | None = None
+) -> Messages:
     """The solver's messages: the task and every question and answer of the dialogue.
 
     Example:
@@ -269,6 +280,16 @@ def solver_messages(view: PublicView, *, dialect: str = "sqlite") -> Messages:
         >>> "exactly one SQLite statement" in solver_messages(view)[0]["content"]
         True
     """
+    name, system = _solver_system(dialect)
+    clarifications = view.render_dialogue() or "(no clarifying questions were asked)"
+    task = view.render_task() if task is None else task
+    user = f"{task}\n\nClarifications:\n{clarifications}\n\nWrite the {name} query."
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+@functools.lru_cache(maxsize=64)
+def _solver_system(dialect: str) -> tuple[str, str]:
+    """The dialect's display name and the solver's system prompt (one per dialect)."""
     name = DIALECT_NAMES.get(dialect, dialect)
     if dialect == "sqlite":
         statement = "Write exactly one SQLite statement: a SELECT (a WITH clause is fine), no "
@@ -287,9 +308,48 @@ Rules:
 Reply with exactly one JSON object and nothing else:
 {{"reasoning": "<a few sentences: tables, joins, filters, grouping, and how the answers shape \
 them>", "type": "final_sql", "output": "<the SQL>"}}"""
-    clarifications = view.render_dialogue() or "(no clarifying questions were asked)"
-    user = f"{view.render_task()}\n\nClarifications:\n{clarifications}\n\nWrite the {name} query."
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return name, system
+
+
+class TaskTexts:
+    """``view.render_task()`` once per public spec: the request, schema, column meanings and
+    knowledge do not change within an episode, so an asker or solver renders them on its first
+    call and reuses the text on later turns.
+
+    A text is reused only for the very spec object it was rendered from (compared by identity,
+    the spec kept alive with it), never for another spec, even one of the same record id.
+    Bounded (cleared past ``limit`` specs); pickles empty.
+
+    Example:
+        >>> from ambitab_gym.records import PublicSpec
+        >>> texts = TaskTexts()
+        >>> view = PublicView(PublicSpec(request="Count staff.", database="hr"))
+        >>> texts.get(view) == view.render_task(), texts.get(view) is texts.get(view)
+        (True, True)
+    """
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._texts: dict[int, tuple[object, str]] = {}
+
+    def get(self, view: PublicView) -> str:
+        """The rendered task of ``view``."""
+        spec = view.spec
+        found = self._texts.get(id(spec))
+        if found is not None and found[0] is spec:
+            return found[1]
+        text = view.render_task()
+        if len(self._texts) >= self.limit:
+            self._texts.clear()
+        self._texts[id(spec)] = (spec, text)
+        return text
+
+    def __getstate__(self) -> dict:  # pickling: the limit, not the texts (keyed by identity)
+        return {"limit": self.limit}
+
+    def __setstate__(self, state: dict) -> None:
+        self.limit = state["limit"]
+        self._texts = {}
 
 
 def asker_schema() -> dict:
