@@ -167,6 +167,8 @@ class EpisodeKey:
         return asdict(self)
 
 
+_NO_EPISODE = EpisodeKey()
+
 _EPISODE: contextvars.ContextVar[EpisodeKey | None] = contextvars.ContextVar(
     "ambitab_llm_episode", default=None
 )
@@ -204,18 +206,10 @@ def derive_seed(
     ...      derive_seed(key, "asker", 1, 1), derive_seed(key, "solver", 0, 1)})
     4
     """
-    key = episode or EpisodeKey()
-    text = "|".join(
-        (
-            "ambitab-seed/v1",
-            str(int(key.seed)),
-            key.condition,
-            key.record,
-            role,
-            str(int(turn)),
-            str(int(attempt)),
-            str(int(role_seed)),
-        )
+    key = episode or _NO_EPISODE
+    text = (  # one f-string: the same text as "|".join of the parts, int fields as str(int(...))
+        f"ambitab-seed/v1|{int(key.seed)}|{key.condition}|{key.record}|{role}|{int(turn)}|"
+        f"{int(attempt)}|{int(role_seed)}"
     )
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
