@@ -50,6 +50,7 @@ from pathlib import Path
 from ambitab_gym.evaluation import CampaignConfig, run_campaign
 from ambitab_gym.evaluation.engine import run_loop
 from ambitab_gym.llm import LLMClient
+from ambitab_gym.llm.sampling import SamplingTable
 from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule, role_rules
 
 TARGET = 0.9
@@ -115,6 +116,7 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
             warm = CampaignConfig(
                 env_id, asker="llm:checklist-ledger", solver="llm", oracle="llm",
                 conditions=("asker",), seeds=(10_000,), limit=4,
+                llm={"sampling": client.sampling.to_dict()},
             )  # fmt: skip
             run_campaign(warm, Path(tmp) / "warm.duckdb", llm_client=client, progress=False)
 
@@ -125,6 +127,9 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
             oracle="llm",
             conditions=("asker",),
             seeds=tuple(range(seeds)),
+            # the id covers the sampling (run_campaign warns otherwise); the client below uses
+            # the default table
+            llm={"sampling": SamplingTable.build().to_dict()},
         )
         with (
             ScriptedServer(rules, latency_s=latency, process=True, record_requests=False) as server,
