@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -68,6 +68,17 @@ _COUNT_SCALARS = tuple(np.int64(i) for i in range(64))
 _MEMO_SIZE = 4096
 #: Longest action text whose reading is memoized (longer ones are parsed every time).
 _MEMO_ACTION_CHARS = 2048
+
+
+def _memoized(memo: dict, key: Any, compute: Callable[..., Any], *args: Any) -> Any:
+    """``compute(*args)``, kept in ``memo`` under ``key``; the memo is emptied when it holds
+    :data:`_MEMO_SIZE` entries (so it stays bounded over millions of steps)."""
+    value = memo.get(key)
+    if value is None:
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        value = memo[key] = compute(*args)
+    return value
 
 
 class AmbiTabEnv(gym.Env[dict, str]):
@@ -491,22 +502,12 @@ class AmbiTabEnv(gym.Env[dict, str]):
         """:func:`parse_action`, memoized for short text actions (a pure function of the text)."""
         if type(action) is not str or len(action) > _MEMO_ACTION_CHARS:
             return parse_action(action)
-        parsed = self._readings.get(action)
-        if parsed is None:
-            if len(self._readings) >= _MEMO_SIZE:
-                self._readings.clear()
-            parsed = self._readings[action] = parse_action(action)
-        return parsed
+        return _memoized(self._readings, action, parse_action, action)
 
     def _reveals_sql(self, answer: str, reference_sql: str | None, dialect: str) -> bool:
         """:func:`answer_reveals_sql`, memoized (the same canned answers recur every episode)."""
         key = (answer, reference_sql, dialect)
-        reveals = self._reveals.get(key)
-        if reveals is None:
-            if len(self._reveals) >= _MEMO_SIZE:
-                self._reveals.clear()
-            reveals = self._reveals[key] = answer_reveals_sql(answer, reference_sql, dialect)
-        return reveals
+        return _memoized(self._reveals, key, answer_reveals_sql, *key)
 
     def _record_turn(self, parsed: ParsedAction, credits, answer: str, elapsed: float):
         """Append a turn; returns the step result (or ``_NEEDS_SOLVER`` at the budget)."""
