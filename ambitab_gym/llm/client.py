@@ -19,10 +19,10 @@ The client keeps one connection pool and one semaphore per event loop, so the sa
 campaigns running on the caller's loop and blocking calls made from plain code (which run on a
 private loop in a background thread owned by the client, see :meth:`LLMClient.run_sync`).
 
-Completions go over aiohttp (about a fifth of httpx's CPU time per request, measured in
+Completions and the pre-flight check go over aiohttp (about a fifth of httpx's CPU time per request, measured in
 ``benchmarks/llm_throughput.py``): one keep-alive pool per loop, sized to the concurrency, and no
 TLS context for plain ``http://`` servers (aiohttp builds its default contexts once per process,
-when it is first imported, on the first call). The pre-flight check uses httpx.
+when it is first imported, on the first call).
 """
 
 from __future__ import annotations
@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
-
-import httpx
 
 from ambitab_gym import defaults
 from ambitab_gym.errors import ConfigurationError
@@ -158,7 +156,7 @@ def _served_match(model: str, served: Sequence[str]) -> bool:
     return model in served or f"{model}:latest" in served
 
 
-def _read_models(response: httpx.Response) -> tuple[tuple[str, ...] | None, set[str]]:
+def _read_models(response: _Reply) -> tuple[tuple[str, ...] | None, set[str]]:
     """The model ids of a ``/models`` answer and their ``owned_by`` values (None: unreadable)."""
     try:
         data = response.json()["data"]
@@ -169,13 +167,12 @@ def _read_models(response: httpx.Response) -> tuple[tuple[str, ...] | None, set[
     return ids, owners
 
 
-async def _llamacpp_slots(http: httpx.AsyncClient, base_url: str) -> int | None:
-    """llama.cpp's parallel slots (``GET /props`` at the server root: ``total_slots``), or None."""
-    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+def _llamacpp_slots(response: _Reply | None) -> int | None:
+    """llama.cpp's parallel slots from its ``GET /props`` answer (``total_slots``), or None."""
     try:
-        response = await http.get(f"{root}/props")
-        slots = response.json().get("total_slots") if response.status_code == 200 else None
-    except (httpx.HTTPError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        ok = response is not None and response.status_code == 200
+        slots = response.json().get("total_slots") if ok else None
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         return None
     return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
 
@@ -636,6 +633,14 @@ class LLMClient:
             weakref.finalize(loop, _drop_session, session)  # a loop closed without aclose()
         return state
 
+    async def _get(self, url: str, timeout: float) -> _Reply:
+        """``GET url`` over this loop's pool (the pre-flight's requests), read in full."""
+        import aiohttp  # noqa: PLC0415 - loaded with the pool in _state
+
+        session = self._state().session
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout)) as reply:
+            return _Reply(reply.status, await reply.read())
+
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of this client (or of a part using it) to completion, blocking.
 
@@ -700,63 +705,61 @@ class LLMClient:
             LLMUnknownModel: ``/models`` does not list the model (the message lists those served).
             LLMHTTPError: ``/models`` answered another error status.
         """
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         timeout = min(self.timeout_s, 30.0)
         url = f"{self.base_url}/models"
         notes: list[str] = []
         models: tuple[str, ...] | None = None
-        async with httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(timeout),
-            trust_env=False,
-            verify=self.base_url.startswith("https:"),  # plain http: no certificate bundle
-        ) as http:
-            try:
-                response = await http.get(url)
-            except httpx.TimeoutException:
-                raise LLMTimeout(
-                    f"the LLM server at {self.base_url} did not answer GET {url} within "
-                    f"{timeout:g} s; is it overloaded or still loading the model?"
-                ) from None
-            except httpx.TransportError as exc:
-                raise LLMConnectionError(
-                    f"cannot reach the LLM server at {self.base_url} ({type(exc).__name__}: "
-                    f"{exc}); start the server, or fix --llm-url (default $OPENAI_BASE_URL)"
-                ) from None
-            status = response.status_code
-            if status in (401, 403):
-                raise LLMAuthError(self._auth_message(status, response.text[:200]), status=status)
-            if status in (404, 405, 501):
-                notes.append(
-                    f"{self.base_url} has no /models route ({status}): the model name "
-                    f"{self.model!r} was not checked"
-                )
-            elif status != 200:
-                raise LLMHTTPError(
-                    f"the LLM server at {self.base_url} answered {status} to GET {url}: "
-                    f"{response.text[:200]}",
-                    status=status,
-                )
-            else:
-                models, owners = _read_models(response)
-                if models is None:
-                    notes.append(f"{url} sent no model list: the model name was not checked")
-                elif not _served_match(self.model, models):
-                    listed = ", ".join(models) or "none"
-                    if "llamacpp" in owners:
-                        notes.append(
-                            f"llama.cpp at {self.base_url} serves {listed}; it answers requests "
-                            f"for {self.model!r} with that model"
-                        )
-                    else:
-                        raise LLMUnknownModel(
-                            f"the LLM server at {self.base_url} does not serve the model "
-                            f"{self.model!r}; it serves: {listed}. Pass one of them with --model "
-                            "(or $AMBITAB_LLM_MODEL)",
-                            model=self.model,
-                            served=models,
-                        )
-            slots = await _llamacpp_slots(http, self.base_url)
+        try:
+            response = await self._get(url, timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise LLMTimeout(
+                f"the LLM server at {self.base_url} did not answer GET {url} within "
+                f"{timeout:g} s; is it overloaded or still loading the model?"
+            ) from None
+        except self._state().transport_errors as exc:
+            raise LLMConnectionError(
+                f"cannot reach the LLM server at {self.base_url} ({type(exc).__name__}: "
+                f"{exc}); start the server, or fix --llm-url (default $OPENAI_BASE_URL)"
+            ) from None
+        status = response.status_code
+        if status in (401, 403):
+            raise LLMAuthError(self._auth_message(status, response.text[:200]), status=status)
+        if status in (404, 405, 501):
+            notes.append(
+                f"{self.base_url} has no /models route ({status}): the model name "
+                f"{self.model!r} was not checked"
+            )
+        elif status != 200:
+            raise LLMHTTPError(
+                f"the LLM server at {self.base_url} answered {status} to GET {url}: "
+                f"{response.text[:200]}",
+                status=status,
+            )
+        else:
+            models, owners = _read_models(response)
+            if models is None:
+                notes.append(f"{url} sent no model list: the model name was not checked")
+            elif not _served_match(self.model, models):
+                listed = ", ".join(models) or "none"
+                if "llamacpp" in owners:
+                    notes.append(
+                        f"llama.cpp at {self.base_url} serves {listed}; it answers requests "
+                        f"for {self.model!r} with that model"
+                    )
+                else:
+                    raise LLMUnknownModel(
+                        f"the LLM server at {self.base_url} does not serve the model "
+                        f"{self.model!r}; it serves: {listed}. Pass one of them with --model "
+                        "(or $AMBITAB_LLM_MODEL)",
+                        model=self.model,
+                        served=models,
+                    )
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            props = await self._get(f"{root}/props", timeout)
+        except (asyncio.TimeoutError, TimeoutError, *self._state().transport_errors):
+            props = None
+        slots = _llamacpp_slots(props)
         self.server_slots = slots
         return ServerInfo(self.base_url, self.model, models, slots, tuple(notes))
 
