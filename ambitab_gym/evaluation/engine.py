@@ -304,7 +304,7 @@ async def _play(env: Any, asker: Any, record: TaskRecord, *, seed: int) -> dict:
 
 async def run_units(
     plan: CampaignPlan,
-    units: list[WorkUnit],
+    units: list[WorkUnit] | asyncio.Queue[WorkUnit | None],
     *,
     concurrency: int,
     on_row: Callable[[dict], None],
@@ -313,21 +313,33 @@ async def run_units(
     with its own env and asker per condition (built by ``plan.parts``, closed at the end);
     every finished row (campaign fields set, ``plan.finish_row`` applied) goes to ``on_row``.
 
-    The episode loop of a local campaign and of every Ray worker
-    (:mod:`ambitab_gym.evaluation.ray_executor`).
+    ``units`` is a list, or a queue that others keep filling (a process worker's feed): then
+    ``concurrency`` workers wait on it, and each stops at a ``None`` it takes.
+
+    The episode loop of a local campaign and of every Ray or process worker
+    (:mod:`ambitab_gym.evaluation.ray_executor`, :mod:`ambitab_gym.evaluation.process_executor`).
     """
-    queue: asyncio.Queue[WorkUnit] = asyncio.Queue()
-    for unit in units:
-        queue.put_nowait(unit)
+    streaming = isinstance(units, asyncio.Queue)
+    if isinstance(units, asyncio.Queue):
+        queue = units
+    else:
+        queue = asyncio.Queue()
+        for unit in units:
+            queue.put_nowait(unit)
 
     async def worker() -> None:
         built: dict[str, tuple[Any, Any]] = {}
         try:
             while True:
-                try:
-                    unit = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
+                if streaming:
+                    unit = await queue.get()
+                    if unit is None:
+                        return
+                else:
+                    try:
+                        unit = queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        return
                 if unit.condition not in built:
                     built[unit.condition] = plan.parts(unit.condition)
                 env, asker = built[unit.condition]
@@ -346,7 +358,7 @@ async def run_units(
             for env, _ in built.values():
                 env.close()
 
-    count = max(1, min(concurrency, len(units)))
+    count = max(1, concurrency if streaming else min(concurrency, queue.qsize()))
     await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(count)))
 
 

@@ -2,10 +2,11 @@
 
 * :class:`RayExecutor` - an executor for :func:`~ambitab_gym.evaluation.engine.run_plan`
   (``run_campaign(..., executor=RayExecutor())``, ``ambitab-gym evaluate --executor ray``).
-* :func:`work_chunks` - the campaign's pending units cut into Ray tasks: condition x seed x a
-  chunk of records.
-* :func:`dumps_plan`, :func:`loads_plan` - a campaign plan as bytes for the workers, its LLM
-  clients left out as references so that each worker plugs in its own.
+* :func:`work_chunks`, :func:`dumps_plan`, :func:`loads_plan` - re-exported from
+  :mod:`ambitab_gym.evaluation.chunks`, which holds what this executor shares with the local
+  process executor (:mod:`ambitab_gym.evaluation.process_executor`): the pending units cut into
+  chunks (condition x seed x a slice of records), the plan as bytes with its LLM clients left
+  out as references, a worker's unit runner and the usage it reports.
 
 How it runs. The driver builds the plan as for a local run (its ``prepare`` step included),
 pickles it once with cloudpickle (the plan's ``parts`` is the closure that builds a condition's
@@ -32,18 +33,21 @@ package imports this module only for ``--executor ray``: without it Ray is not l
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import io
 import os
-import pickle
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ambitab_gym.errors import AmbiTabError, ConfigurationError, MissingDependency
-from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, run_units
+from ambitab_gym.evaluation.chunks import (
+    UnitRunner,
+    dumps_plan,
+    loads_plan,
+    usage_since,
+    work_chunks,
+)
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit
 from ambitab_gym.llm.client import LLMClient
 from ambitab_gym.llm.usage import UsageSummary
 
@@ -60,101 +64,13 @@ class RayWorkerError(AmbiTabError, RuntimeError):
     category = "ray_worker"
 
 
-def work_chunks(units: Sequence[WorkUnit], chunk: int) -> list[list[WorkUnit]]:
-    """Cut units into Ray tasks: one (condition, seed) per task, at most ``chunk`` records.
-
-    >>> units = [WorkUnit(c, s, r) for c in ("none", "asker") for s in (0, 1) for r in "abc"]
-    >>> [(t[0].condition, t[0].seed, len(t)) for t in work_chunks(units, 2)]
-    [('none', 0, 2), ('none', 0, 1), ('none', 1, 2), ('none', 1, 1), ('asker', 0, 2), ('asker', 0, 1), ('asker', 1, 2), ('asker', 1, 1)]
-    """
-    if chunk < 1:
-        raise ConfigurationError(f"a work unit needs at least one record, not {chunk}")
-    groups: dict[tuple[str, int], list[WorkUnit]] = {}
-    for unit in units:
-        groups.setdefault((unit.condition, unit.seed), []).append(unit)
-    return [
-        group[start : start + chunk]
-        for group in groups.values()
-        for start in range(0, len(group), chunk)
-    ]
-
-
-def dumps_plan(plan: CampaignPlan) -> tuple[bytes, list[LLMClient]]:
-    """The plan as bytes (cloudpickle: its ``parts`` closure travels by value) and the LLM
-    clients it refers to, which are left out as references (:func:`loads_plan` takes them).
-
-    Needs Ray (its vendored cloudpickle).
-    """
-    from ray import cloudpickle
-
-    clients: list[LLMClient] = []
-
-    class _Pickler(cloudpickle.Pickler):
-        def persistent_id(self, obj: Any) -> Any:
-            if isinstance(obj, LLMClient):
-                for index, known in enumerate(clients):
-                    if known is obj:
-                        return ("llm-client", index)
-                clients.append(obj)
-                return ("llm-client", len(clients) - 1)
-            return None
-
-    buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(plan)
-    return buffer.getvalue(), clients
-
-
-def loads_plan(data: bytes, clients: Sequence[LLMClient]) -> CampaignPlan:
-    """The plan of :func:`dumps_plan`, every reference to its n-th LLM client replaced by
-    ``clients[n]``.
-
-    >>> from ambitab_gym.corpora import load_corpus
-    >>> plan = CampaignPlan("evaluate", "id", {}, load_corpus("bird"), [], (0,), ("none",), dict)
-    >>> loads_plan(*dumps_plan(plan)).corpus.name
-    'bird'
-    """
-
-    class _Unpickler(pickle.Unpickler):
-        def persistent_load(self, pid: Any) -> Any:
-            kind, index = pid
-            if kind != "llm-client":
-                raise pickle.UnpicklingError(f"unknown persistent reference {kind!r}")
-            return clients[index]
-
-    plan = _Unpickler(io.BytesIO(data)).load()
-    if not isinstance(plan, CampaignPlan):
-        raise pickle.UnpicklingError(f"expected a CampaignPlan, got {type(plan).__name__}")
-    return plan
-
-
-def _usage_since(
-    before: dict[str, UsageSummary], after: dict[str, UsageSummary]
-) -> dict[str, UsageSummary]:
-    """Per role, the calls counted in ``after`` but not in ``before``."""
-    delta = {}
-    for role, total in after.items():
-        earlier = before.get(role)
-        if earlier is None:
-            delta[role] = total
-            continue
-        fields = (f.name for f in dataclasses.fields(total))
-        change = UsageSummary(**{n: getattr(total, n) - getattr(earlier, n) for n in fields})
-        if change.calls:
-            delta[role] = change
-    return delta
-
-
 class _Worker:
-    """One Ray actor. It keeps the plan it loaded and an event loop for as long as it lives, so
-    its LLM connection pools, engines and cached reference results serve unit after unit; a
-    new campaign (another plan key) is loaded on its first unit. A restarted actor starts
+    """One Ray actor: a :class:`~ambitab_gym.evaluation.chunks.UnitRunner` (the plan, its LLM
+    clients and an event loop kept for as long as the actor lives). A restarted actor starts
     empty and loads the plan again."""
 
     def __init__(self) -> None:
-        self.key: tuple | None = None
-        self.plan: CampaignPlan | None = None
-        self.clients: list[LLMClient] = []
-        self.loop = asyncio.new_event_loop()
+        self.runner = UnitRunner()
 
     def run(
         self,
@@ -165,20 +81,16 @@ class _Worker:
         concurrency: int,
     ) -> tuple[int, list[dict], list[dict[str, UsageSummary]]]:
         """Run one unit; its rows, and each client's LLM usage during it (by client index)."""
-        if key != self.key or self.plan is None:
-            import ray
+        import ray
 
-            # the plan comes boxed so that Ray hands over the reference, fetched only when new
-            self.plan, self.key = loads_plan(ray.get(boxed_plan[0]), clients), key
-            self.clients = clients
-        before = [client.usage_by_role for client in self.clients]
+        # the plan comes boxed so that Ray hands over the reference, fetched only when new
+        self.runner.load(key, lambda: ray.get(boxed_plan[0]), clients)
+        before = self.runner.usage()
         rows: list[dict] = []
-        self.loop.run_until_complete(
-            run_units(self.plan, units, concurrency=concurrency, on_row=rows.append)
-        )
+        self.runner.run(units, concurrency, rows.append)
         usage = [
-            _usage_since(earlier, client.usage_by_role)
-            for earlier, client in zip(before, self.clients, strict=True)
+            usage_since(earlier, now)
+            for earlier, now in zip(before, self.runner.usage(), strict=True)
         ]
         return os.getpid(), rows, usage
 

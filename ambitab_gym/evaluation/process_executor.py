@@ -1,0 +1,446 @@
+"""Campaigns on local worker processes: the same plan, store and resume, more than one core.
+
+* :class:`ProcessExecutor` - an executor for :func:`~ambitab_gym.evaluation.engine.run_plan`
+  (``run_campaign(..., executor=ProcessExecutor(workers=2))``,
+  ``ambitab-gym evaluate --executor processes --workers 2``).
+* :class:`ProcessWorkerError` - a worker that failed (not one that died: that one is replaced).
+
+Why. A local campaign runs every episode on one event loop, so one core carries the LLM client,
+the envs, the askers, the oracle, the verifier and the store; with hundreds of episodes in flight
+against a fast server that core is the limit (``benchmarks/llm_throughput.py`` prints the CPU
+per LLM call and the ceiling one core allows). This executor spreads the episodes over
+``workers`` processes of this machine, each with its own event loop and LLM connection pool.
+
+How it runs. The driver builds the plan as for a local run (its ``prepare`` step included) and
+cuts the pending units into chunks (:func:`~ambitab_gym.evaluation.chunks.work_chunks`: condition
+x seed x at most ``chunk`` records), as the Ray executor does. It starts ``workers`` processes
+(the ``spawn`` start method: nothing of the driver's state is inherited, and no lock held by a
+driver thread can be copied into a child) and hands each the plan as bytes
+(:func:`~ambitab_gym.evaluation.chunks.dumps_plan`; each worker plugs in copies of the LLM
+clients, opens its own engines and connection pools). The concurrency C is split across the
+workers: each keeps C / workers episodes in flight on its own loop
+(:func:`~ambitab_gym.evaluation.engine.run_units` fed from a queue), and the driver keeps every
+worker supplied with chunks ahead of its slots, so no worker drains between chunks. A chunk's
+rows come back when its last episode is done; the driver stores them as they arrive, so the
+progress bar, the store, resume and ``--retry-errors`` are those of a local run.
+
+Faults. A worker process that dies (killed, out of memory) is replaced, and the chunks it held
+are run again from the start on the next free worker: their rows had not been returned, so
+nothing is stored twice (at most :attr:`ProcessExecutor.max_restarts` replacements per run,
+then :class:`ProcessWorkerError`). An exception raised inside a worker (not an episode's
+failure, which is recorded on its row) stops the run with :class:`ProcessWorkerError`. A driver
+that stops (an exception, Ctrl-C, an abort after server errors) ends its workers; rows returned
+before are stored, and rerunning the campaign resumes with the episodes the store lacks.
+
+LLM usage. Each finished chunk carries the calls the worker's clients made since its previous
+report; the driver adds them to the campaign's clients
+(:meth:`~ambitab_gym.llm.LLMClient.absorb_usage`), so the calls printed per role are those of a
+local run (those made for the chunks of a dead worker since its last report are not counted).
+
+Workers outlive a run: the next campaign run with the same executor and concurrency reuses them
+(no processes to start, each imports the package once: about a second here); :meth:`close`
+(or leaving ``with ProcessExecutor(...)``) ends them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+
+from ambitab_gym.errors import AmbiTabError, ConfigurationError
+from ambitab_gym.evaluation.chunks import UnitRunner, dumps_plan, usage_since, work_chunks
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit
+from ambitab_gym.llm.client import LLMClient
+
+__all__ = ["ProcessExecutor", "ProcessWorkerError"]
+
+#: Seconds a worker gets to finish its run and exit when the executor closes.
+_STOP_GRACE_S = 10.0
+
+#: The worker's start: the driver's sys.path, then :func:`main` with the two pipe ends.
+_BOOT = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv.pop()); "
+    "from ambitab_gym.evaluation.process_executor import main; main()"
+)
+
+
+class ProcessWorkerError(AmbiTabError, RuntimeError):
+    """A campaign worker process failed: an exception inside it, or workers that kept dying
+    beyond the replacements allowed. Rows stored before stay; rerunning the campaign resumes."""
+
+    category = "process_worker"
+
+
+def split_concurrency(concurrency: int, workers: int) -> list[int]:
+    """``concurrency`` episodes in flight split across at most ``workers`` processes (each at
+    least one).
+
+    >>> split_concurrency(256, 2), split_concurrency(5, 2), split_concurrency(1, 4)
+    ([128, 128], [3, 2], [1])
+    """
+    count = max(1, min(workers, concurrency))
+    return [concurrency // count + (i < concurrency % count) for i in range(count)]
+
+
+# -- the worker process ----------------------------------------------------------------------------
+
+
+def _serve(tasks: Connection, results: Connection) -> None:
+    """A worker process's main: runs one campaign run after another until told to stop.
+
+    Messages in: ``("run", key, plan bytes, clients, concurrency)``, then ``("chunk", id,
+    units)`` any number of times, then ``("end",)``; ``None`` (or the driver gone) ends the
+    process. Out: ``("rows", id, rows, usage)`` per finished chunk, ``("done",)`` per run,
+    ``("error", text, exception)`` when something raised.
+    """
+    runner = UnitRunner()
+    try:
+        while True:
+            try:
+                message = tasks.recv()
+            except EOFError:
+                return
+            if message is None:
+                return
+            _, key, data, clients, concurrency = message
+            try:
+                runner.load(key, lambda data=data: data, clients)
+                gone = _run(runner, concurrency, tasks, results)
+            except BaseException as error:  # noqa: BLE001 - reported to the driver, then exit
+                with contextlib.suppress(Exception):
+                    results.send(("error", f"{type(error).__name__}: {error}", _portable(error)))
+                return
+            if gone:
+                return
+            results.send(("done",))
+    finally:
+        with contextlib.suppress(Exception):
+            runner.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The worker process's entry (``python -c ... TASKS_FD RESULTS_FD SYS_PATH_JSON``, started
+    by :class:`ProcessExecutor`): its two pipe ends as connections, then :func:`_serve`."""
+    args = sys.argv[1:] if argv is None else argv
+    tasks = Connection(int(args[0]), writable=False)
+    results = Connection(int(args[1]), readable=False)
+    _serve(tasks, results)
+
+
+def _portable(error: BaseException) -> BaseException | None:
+    """The exception if it survives pickling (it is sent to the driver), else None."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:  # noqa: BLE001 - any exception that does not travel
+        return None
+    return error
+
+
+def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Connection) -> bool:
+    """One run: chunks from ``tasks`` (read on a thread of their own) feed ``concurrency``
+    episode slots on the runner's loop; each chunk's rows go back when its last episode is done.
+    Returns whether the driver went away (then the process ends)."""
+    loop = runner.loop
+    feed: asyncio.Queue[WorkUnit | None] = asyncio.Queue()
+    owner: dict[tuple[str, int, str], int] = {}  # a unit's key -> its chunk
+    remaining: dict[int, int] = {}
+    rows: dict[int, list[dict]] = {}
+    gone = [False]
+    baseline = [runner.usage()]
+
+    def accept(chunk: int, units: list[WorkUnit]) -> None:
+        remaining[chunk], rows[chunk] = len(units), []
+        for unit in units:
+            owner[(unit.condition, unit.seed, unit.record.id)] = chunk
+            feed.put_nowait(unit)
+
+    def finish() -> None:
+        while gone[0] and not feed.empty():  # the driver is gone: nobody takes more rows
+            feed.get_nowait()
+        for _ in range(concurrency):
+            feed.put_nowait(None)
+
+    def receive() -> None:
+        try:
+            while True:
+                message = tasks.recv()
+                if message is None or message[0] == "end":
+                    gone[0] = message is None
+                    break
+                loop.call_soon_threadsafe(accept, message[1], message[2])
+        except (EOFError, OSError):
+            gone[0] = True
+        loop.call_soon_threadsafe(finish)
+
+    def on_row(row: dict) -> None:
+        chunk = owner.pop((row["condition"], row["seed"], row["record_id"]))
+        rows[chunk].append(row)
+        remaining[chunk] -= 1
+        if remaining[chunk]:
+            return
+        del remaining[chunk]
+        now = runner.usage()
+        usage = [usage_since(before, after) for before, after in zip(baseline[0], now, strict=True)]
+        baseline[0] = now
+        results.send(("rows", chunk, rows.pop(chunk), usage))
+
+    reader = threading.Thread(target=receive, name="ambitab-chunk-reader", daemon=True)
+    reader.start()
+    runner.run(feed, concurrency, on_row)
+    reader.join()
+    return gone[0]
+
+
+# -- the driver ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Handle:
+    """The driver's side of one worker process."""
+
+    process: subprocess.Popen
+    tasks: Connection
+    results: Connection
+    share: int
+    held: dict[int, list[WorkUnit]] = field(default_factory=dict)
+    key: tuple | None = None
+
+    def outstanding(self) -> int:
+        return sum(len(units) for units in self.held.values())
+
+
+def _end(handles: list[_Handle]) -> None:
+    """Stop worker processes: ask, wait a little, then kill."""
+    for handle in handles:
+        with contextlib.suppress(Exception):
+            handle.tasks.send(None)
+    for handle in handles:
+        try:
+            handle.process.wait(timeout=_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            handle.process.kill()
+            handle.process.wait()
+        for conn in (handle.tasks, handle.results):
+            conn.close()
+
+
+@dataclass
+class ProcessExecutor:
+    """Runs a campaign's pending units on local worker processes (see the module doc).
+
+    Args:
+        workers: worker processes; the campaign's concurrency is split across them (each at
+            least one episode in flight). None: one per CPU of this machine.
+        chunk: records per work chunk (rows return per chunk); None: a quarter of a worker's
+            episodes in flight, between 2 and 32.
+        max_restarts: worker processes replaced per run after dying (their chunks re-run).
+
+    After a run, :attr:`worker_pids` holds the worker processes' ids, :attr:`units` counts the
+    chunks of the last run and :attr:`restarts` the workers it replaced.
+
+    >>> executor = ProcessExecutor(workers=2)
+    >>> executor.workers, executor.chunk_for(share=128), executor.chunk_for(share=4)
+    (2, 32, 2)
+    >>> executor.close()
+    """
+
+    workers: int | None = None
+    chunk: int | None = None
+    max_restarts: int = 3
+    worker_pids: list[int] = field(default_factory=list, init=False)
+    units: int = field(default=0, init=False)
+    restarts: int = field(default=0, init=False)
+    _handles: list[_Handle] = field(default_factory=list, init=False, repr=False)
+    _runs: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ConfigurationError(
+                f"a process campaign needs at least one worker, not {self.workers}"
+            )
+        if self.chunk is not None and self.chunk < 1:
+            raise ConfigurationError(f"a work unit needs at least one record, not {self.chunk}")
+        if self.max_restarts < 0:
+            raise ConfigurationError(f"max_restarts must be 0 or more, not {self.max_restarts}")
+        # workers left running when the executor is dropped without close() end with it
+        weakref.finalize(self, _end, self._handles)
+
+    def chunk_for(self, *, share: int) -> int:
+        """Records per chunk for a worker with ``share`` episodes in flight."""
+        return self.chunk or max(2, min(32, share // 4))
+
+    def __enter__(self) -> ProcessExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the worker processes (a later :meth:`run` starts new ones)."""
+        handles = list(self._handles)
+        self._handles.clear()
+        _end(handles)
+
+    def _spawn(self, share: int) -> _Handle:
+        # a fresh interpreter (not multiprocessing's spawn, which re-imports the caller's
+        # __main__): it imports the package from this process's sys.path and talks over two
+        # pipes; its own children (engine workers) do not inherit them, so EOF means it is gone
+        task_reader, task_writer = os.pipe()
+        result_reader, result_writer = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, str(task_reader), str(result_writer),
+                 json.dumps(sys.path)],
+                pass_fds=(task_reader, result_writer),
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        except BaseException:
+            for fd in (task_writer, result_reader):
+                os.close(fd)
+            raise
+        finally:
+            os.close(task_reader)  # the child's ends
+            os.close(result_writer)
+        tasks = Connection(task_writer, readable=False)
+        return _Handle(process, tasks, Connection(result_reader, writable=False), share)
+
+    def _start(self, shares: list[int]) -> None:
+        if [h.share for h in self._handles] != shares or any(
+            h.process.poll() is not None for h in self._handles
+        ):
+            self.close()
+            self._handles.extend(self._spawn(share) for share in shares)
+
+    def run(
+        self,
+        plan: CampaignPlan,
+        units: list[WorkUnit],
+        on_row: Callable[[dict], None],
+        *,
+        concurrency: int,
+    ) -> None:
+        """Run the units on the worker processes; call ``on_row`` here for every row as its
+        chunk finishes.
+
+        Raises:
+            ProcessWorkerError: an exception inside a worker, or more than
+                :attr:`max_restarts` workers died.
+        """
+        shares = split_concurrency(concurrency, self.workers or os.cpu_count() or 1)
+        self.units = self.restarts = 0
+        self._start(shares)
+        data, clients = dumps_plan(plan)
+        self._runs += 1
+        key = (os.getpid(), id(self), self._runs)
+        chunk = self.chunk_for(share=min(shares))
+        todo: deque[tuple[int, list[WorkUnit]]] = deque(enumerate(work_chunks(units, chunk)))
+        finished = False
+        try:
+            for handle in self._handles:
+                self._begin(handle, key, data, clients)
+            self._drive(todo, key, data, clients, on_row)
+            finished = True
+        finally:
+            self.worker_pids = [h.process.pid for h in self._handles]
+            if not finished:
+                self.close()  # workers mid-run cannot serve another; new ones start next time
+
+    def _begin(self, handle: _Handle, key: tuple, data: bytes, clients: list[LLMClient]) -> None:
+        handle.tasks.send(("run", key, data, clients, handle.share))
+        handle.key = key
+
+    def _supply(self, handle: _Handle, todo: deque, chunk: int) -> None:
+        # enough queued beyond the worker's slots that none waits for the next chunk
+        while todo and handle.outstanding() < handle.share + 2 * chunk:
+            number, units = todo.popleft()
+            handle.held[number] = units
+            handle.tasks.send(("chunk", number, units))
+
+    def _replace(
+        self, handle: _Handle, todo: deque, key: tuple, data: bytes, clients: list
+    ) -> None:
+        """A worker died: its chunks go back to the front of the queue, a new one takes its
+        place."""
+        self.restarts += 1
+        if self.restarts > self.max_restarts:
+            raise ProcessWorkerError(
+                f"campaign worker processes died {self.restarts} times (exit code "
+                f"{handle.process.poll()}); see the machine's memory and logs"
+            )
+        todo.extendleft(reversed(list(handle.held.items())))
+        handle.held.clear()
+        _end([handle])
+        index = self._handles.index(handle)
+        self._handles[index] = self._spawn(handle.share)
+        self._begin(self._handles[index], key, data, clients)
+
+    def _take(self, handle: _Handle, message: tuple, clients: list[LLMClient],
+              on_row: Callable[[dict], None]) -> None:  # fmt: skip
+        """A finished chunk: its calls to the campaign's clients, its rows to ``on_row``."""
+        _, number, rows, usage = message
+        handle.held.pop(number)
+        self.units += 1
+        for client, calls in zip(clients, usage, strict=True):
+            client.absorb_usage(calls)  # the campaign's totals, as in a local run
+        for row in rows:
+            on_row(row)
+
+    def _drive(
+        self,
+        todo: deque,
+        key: tuple,
+        data: bytes,
+        clients: list[LLMClient],
+        on_row: Callable[[dict], None],
+    ) -> None:
+        chunk = max((len(units) for _, units in todo), default=1)
+        running = set(range(len(self._handles)))  # workers whose run has not ended
+        while running:
+            for index in running:
+                handle = self._handles[index]
+                self._supply(handle, todo, chunk)
+                if not todo and not handle.held and handle.key == key:
+                    handle.tasks.send(("end",))  # nothing left for it: its "done" comes next
+                    handle.key = None
+            by_conn = {self._handles[i].results: i for i in running}
+            dead: set[int] = set()
+            for ready in wait(list(by_conn)):  # a message, or EOF: the worker is gone
+                index = by_conn[ready]  # type: ignore[index]
+                try:
+                    message = self._handles[index].results.recv()
+                except (EOFError, OSError):
+                    dead.add(index)
+                    continue
+                if message[0] == "rows":
+                    self._take(self._handles[index], message, clients, on_row)
+                elif message[0] == "done":
+                    running.discard(index)
+                    dead.discard(index)
+                elif message[0] == "error":
+                    raise ProcessWorkerError(f"a campaign worker failed: {message[1]}") from (
+                        message[2]
+                    )
+            for index in dead & running:
+                handle = self._handles[index]
+                while True:  # what it sent before it died counts
+                    try:
+                        if not handle.results.poll():
+                            break
+                        message = handle.results.recv()
+                    except (EOFError, OSError):
+                        break
+                    if message[0] == "rows":
+                        self._take(handle, message, clients, on_row)
+                self._replace(handle, todo, key, data, clients)
