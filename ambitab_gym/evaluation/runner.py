@@ -195,8 +195,12 @@ def run_campaign(
 
     def prepare() -> None:  # only when episodes remain to run
         # one verifier for every env of the campaign: engines and reference results are opened
-        # and computed once (the event loop runs verifications one at a time)
-        shared["verifier"] = Verifier(corpus.open_engine, limits=config.verifier_limits())
+        # and computed once (the event loop runs verifications one at a time); with memo=True a
+        # (record, SQL) pair verified before (another seed or condition), or an SQL text run
+        # before on the same database (another record's reference), runs no query again
+        shared["verifier"] = Verifier(
+            corpus.open_engine, limits=config.verifier_limits(), memo=True
+        )
         shared["solver"] = registry.create(
             "solver", config.solver, corpus=corpus, llm_client=llm_client
         )

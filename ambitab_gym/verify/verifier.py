@@ -2,6 +2,21 @@
 
 * :class:`Verdict` - success plus a reason for every failure; never carries reference data.
 * :class:`Verifier` - ``verify(record, sql) -> Verdict``; nothing it does raises into the caller.
+* :class:`VerifierStats` - the verifier's counters: verifications, memo hits, executions, time.
+
+A campaign's verifier is made with ``memo=True`` (the campaign runner does). Then the verdict
+of a read-only record for an exact SQL text is kept and answered again without executing, and
+the rows of each query run (a reference or a submission) are kept by (engine, database, exact
+SQL text): the same text submitted again, for any record of that database, is compared with
+those rows instead of running again (a reference query is another record's submission more
+often than not). Both are sound because databases are read-only and a result depends only on
+the database, the SQL text and the limits: a run is reused only when it finished within the
+submission time limit, under the same row and byte limits, on the submissions' own connection
+identity (never PostgreSQL's reference role); verdicts that may be transient (``timeout``,
+``runtime``, ``engine``, ...) and write tasks are never kept; both stores are bounded
+(:data:`MEMO_MAX_ENTRIES`, :data:`MEMO_MAX_CHARS`, :data:`RUN_MAX_CELLS`,
+:data:`RUNS_MAX_CELLS`). Off by default, so a stand-alone verifier (and the verifier benchmarks)
+runs every submission.
 
 Contract for write tasks and test cases (BIRD-Interact; for converters writing such records):
 
@@ -51,10 +66,11 @@ Contract for write tasks and test cases (BIRD-Interact; for converters writing s
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ambitab_gym.defaults import REFERENCE_TIMEOUT_S
@@ -76,6 +92,7 @@ __all__ = [
     "EngineOpener",
     "Verdict",
     "Verifier",
+    "VerifierStats",
     "is_write_task",
     "postgres_only_feature",
     "upstream_conditions",
@@ -83,6 +100,21 @@ __all__ = [
 
 #: ``open_engine(engine_kind, database_name) -> Engine``
 EngineOpener = Callable[[str, str], Engine]
+
+logger = logging.getLogger(__name__)
+
+#: Verdict reasons that depend only on the record, the SQL text and the limits (kept by the
+#: memo). ``runtime`` and ``timeout`` may come from a crashed worker or a loaded machine,
+#: ``engine`` from a lost connection: those run again.
+_MEMO_REASONS = frozenset({"match", "mismatch", "syntax", "rejected", "too_many_rows", "too_large"})
+#: Bounds of the verdict memo and of the kept runs: entries, and characters of SQL text held in
+#: their keys (each).
+MEMO_MAX_ENTRIES = 65_536
+MEMO_MAX_CHARS = 16_000_000
+#: Results with more cells (rows x columns) than this are not kept for reuse.
+RUN_MAX_CELLS = 10_000
+#: Cells of all kept results together.
+RUNS_MAX_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -118,6 +150,36 @@ class Verdict:
 
     def __bool__(self) -> bool:
         return self.success
+
+
+@dataclass
+class VerifierStats:
+    """Counters of one :class:`Verifier` (logged at DEBUG level when it closes).
+
+    Attributes:
+        verifications: calls of :meth:`Verifier.verify`.
+        memo_hits: verdicts answered from the memo (nothing executed).
+        reused_runs: submissions and references judged by the kept rows of an earlier run of the
+            same text on the same database (nothing executed).
+        executions: submissions executed on an engine (read-only records).
+        reference_runs: reference queries executed (each record's once, unless it failed or
+            reused a run).
+        wall_s: wall-clock seconds inside :meth:`Verifier.verify`.
+        cpu_s: CPU seconds of the calling thread inside :meth:`Verifier.verify` (time a worker
+            process spends is not in it; time waiting for another thread's GIL is not either).
+
+    >>> stats = VerifierStats()
+    >>> stats.verifications, stats.memo_hits
+    (0, 0)
+    """
+
+    verifications: int = 0
+    memo_hits: int = 0
+    reused_runs: int = 0
+    executions: int = 0
+    reference_runs: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
 
 
 @dataclass
@@ -209,6 +271,8 @@ class Verifier:
         open_engine: returns the engine for ``(engine_kind, database_name)``; engines are cached.
         limits: limits for submitted queries.
         reference_timeout_s: time limit for the (trusted) reference queries.
+        memo: keep verdicts per (record, exact SQL text) and judge a submission of the
+            reference's own text by the reference run (module doc); for campaigns.
 
     Example:
         >>> from ambitab_gym.corpora import load_corpus
@@ -219,6 +283,20 @@ class Verifier:
         'match'
         >>> verifier.verify(record, "PRAGMA user_version = 3").reason
         'rejected'
+
+        With ``memo=True`` the same submission again is answered without executing:
+
+        >>> verifier = Verifier(corpus.open_engine, memo=True)
+        >>> sql = "SELECT 1"
+        >>> [verifier.verify(record, sql).reason for _ in range(3)]
+        ['mismatch', 'mismatch', 'mismatch']
+        >>> verifier.stats.executions, verifier.stats.memo_hits
+        (1, 2)
+        >>> verifier.verify(record, record.verification.reference_sql).reason
+        'match'
+        >>> verifier.stats.executions, verifier.stats.reused_runs
+        (1, 1)
+        >>> verifier.close()
     """
 
     def __init__(
@@ -227,8 +305,16 @@ class Verifier:
         *,
         limits: Limits | None = None,
         reference_timeout_s: float = REFERENCE_TIMEOUT_S,
+        memo: bool = False,
     ) -> None:
         self._open_engine = open_engine
+        self.memo = memo
+        self.stats = VerifierStats()
+        self._memo: dict[tuple[str, str], Verdict] = {}
+        self._memo_chars = 0
+        self._runs: dict[tuple[str, str, str], list] = {}
+        self._runs_chars = 0
+        self._runs_cells = 0
         self.limits = limits or Limits()
         self._reference_limits = Limits(
             timeout_s=reference_timeout_s,
@@ -270,13 +356,23 @@ class Verifier:
         conditions = upstream_conditions(record)
         sql = upstream_sql([spec.reference_sql])[0] if conditions is not None else None
         last, message = "engine", ""
+        text = sql or spec.reference_sql
+        run_key = (spec.engine, spec.database, text)
         for attempt in range(3):
             try:
                 engine = self.engine(spec.engine, spec.database)
                 # Engines that run trusted SQL under an identity of its own (PostgreSQL's
                 # reference role) offer execute_reference; the others run it like any query.
-                run = getattr(engine, "execute_reference", engine.execute)
-                result = run(sql or spec.reference_sql, limits=self._reference_limits)
+                run = getattr(engine, "execute_reference", None)
+                rows = self._runs.get(run_key) if self.memo and run is None else None
+                if rows is not None:
+                    self.stats.reused_runs += 1
+                else:
+                    self.stats.reference_runs += 1
+                    began = time.perf_counter()
+                    rows = (run or engine.execute)(text, limits=self._reference_limits).rows
+                    if run is None:
+                        self._keep_run(run_key, rows, time.perf_counter() - began)
             except QueryError as error:
                 category = error.category
                 if category in ("syntax", "rejected", "too_many_rows", "too_large") or (
@@ -290,13 +386,11 @@ class Verifier:
             except Exception as error:  # engine unavailable, file missing, ...: not cached
                 return _Reference(None, "engine", bounded_text(error), cached=False)
             if conditions is not None:
-                rows = preprocess_results(result.rows, self._decimals(record))
-                cached = self._references[record.id] = _Reference(rows, None)
-                return cached
-            prepared = NormalizedReference(result.rows, spec.compare.float_decimals)
-            cached = self._references[record.id] = _Reference(
-                prepared.rows, None, prepared=prepared
-            )
+                cached = _Reference(preprocess_results(rows, self._decimals(record)), None)
+            else:
+                prepared = NormalizedReference(rows, spec.compare.float_decimals)
+                cached = _Reference(prepared.rows, None, prepared=prepared)
+            self._references[record.id] = cached
             return cached
         return _Reference(None, last, message, cached=False)
 
@@ -304,6 +398,30 @@ class Verifier:
     def _decimals(record: TaskRecord) -> int:
         decimals = record.verification.compare.float_decimals
         return 2 if decimals is None else decimals
+
+    def _keep_run(self, key: tuple[str, str, str], rows: list, took: float) -> None:
+        """Keep a run's rows for the same text again (memo on, within the submission time
+        limit, not too large), dropping the oldest runs beyond the bounds."""
+        if not self.memo or took > self.limits.timeout_s:
+            return
+        cells = len(rows) * len(rows[0]) if rows else 0
+        if cells > RUN_MAX_CELLS:
+            return
+        runs = self._runs
+        if key in runs:
+            return
+        runs[key] = rows
+        self._runs_chars += len(key[2])
+        self._runs_cells += cells
+        while (
+            len(runs) > MEMO_MAX_ENTRIES
+            or self._runs_chars > MEMO_MAX_CHARS
+            or self._runs_cells > RUNS_MAX_CELLS
+        ):
+            oldest = next(iter(runs))
+            dropped = runs.pop(oldest)
+            self._runs_chars -= len(oldest[2])
+            self._runs_cells -= len(dropped) * len(dropped[0]) if dropped else 0
 
     def execute(self, record: TaskRecord, sql: str) -> QueryResult:
         """Run a submission on the record's database (sandboxed). Raises QueryError."""
@@ -313,6 +431,33 @@ class Verifier:
     def verify(self, record: TaskRecord, sql: str | None) -> Verdict:
         """Verify a submission. Never raises: every failure is a :class:`Verdict`."""
         start = time.perf_counter()
+        cpu = time.thread_time()
+        stats = self.stats
+        stats.verifications += 1
+        key = (record.id, sql) if self.memo and isinstance(sql, str) else None
+        verdict = self._memo.get(key) if key is not None else None  # type: ignore[arg-type]
+        if verdict is not None:
+            stats.memo_hits += 1
+            verdict = replace(verdict, elapsed_s=time.perf_counter() - start)
+        else:
+            verdict = self._verify(record, sql, start)
+            if key is not None and verdict.reason in _MEMO_REASONS and not is_write_task(record):
+                self._remember(key, verdict)  # type: ignore[arg-type]
+        stats.wall_s += time.perf_counter() - start
+        stats.cpu_s += time.thread_time() - cpu
+        return verdict
+
+    def _remember(self, key: tuple[str, str], verdict: Verdict) -> None:
+        """Keep a verdict, dropping the oldest ones beyond the memo's bounds."""
+        memo = self._memo
+        memo[key] = verdict
+        self._memo_chars += len(key[1])
+        while len(memo) > MEMO_MAX_ENTRIES or self._memo_chars > MEMO_MAX_CHARS:
+            oldest = next(iter(memo))
+            del memo[oldest]
+            self._memo_chars -= len(oldest[1])
+
+    def _verify(self, record: TaskRecord, sql: str | None, start: float) -> Verdict:
         if sql is None or not isinstance(sql, str) or not sql.strip():
             return Verdict(False, "no_sql", "no SQL was submitted")
         if is_write_task(record):
@@ -329,23 +474,28 @@ class Verifier:
             sql = upstream_sql([sql])[0]
             if not sql.strip():
                 return Verdict(False, "no_sql", "the submission holds only comments")
+        spec = record.verification
+        run_key = (spec.engine, spec.database, sql)
+        rows = (
+            self._runs.get(run_key)
+            if self.memo and len(sql) <= self.limits.max_sql_length
+            else None
+        )
+        if rows is not None:  # the same text ran before on this database: the same rows
+            self.stats.reused_runs += 1
+        else:
+            try:
+                self.stats.executions += 1
+                began = time.perf_counter()
+                rows = self.execute(record, sql).rows
+                self._keep_run(run_key, rows, time.perf_counter() - began)
+            except QueryError as error:
+                return Verdict(False, error.category, error.message, time.perf_counter() - start)
+            except Exception as error:  # never escape into the env loop
+                detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
+                return Verdict(False, "engine", detail, time.perf_counter() - start)
         try:
-            result = self.execute(record, sql)
-        except QueryError as error:
-            return Verdict(False, error.category, error.message, time.perf_counter() - start)
-        except Exception as error:  # never escape into the env loop
-            detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
-            return Verdict(False, "engine", detail, time.perf_counter() - start)
-        try:
-            if conditions is not None:
-                ok = self._upstream_match(record, result.rows, reference.rows, conditions)
-            else:
-                ok = results_match(
-                    result.rows,
-                    reference.prepared or reference.rows,
-                    record.verification.compare,
-                    reference_normalized=True,
-                )
+            ok = self._compare(record, rows, reference, conditions)
         except Exception as error:  # a value the comparison cannot handle: never escape
             detail = f"the result cannot be compared ({type(error).__name__}: {error})"
             return Verdict(False, "runtime", detail, time.perf_counter() - start)
@@ -355,8 +505,22 @@ class Verifier:
         return Verdict(
             False,
             "mismatch",
-            f"the result ({len(result.rows)} rows) does not answer the request as intended",
+            f"the result ({len(rows)} rows) does not answer the request as intended",
             elapsed,
+        )
+
+    def _compare(
+        self, record: TaskRecord, rows: list, reference: _Reference, conditions: dict | None
+    ) -> bool:
+        """Whether a submission's rows match the reference (upstream's rules or the plain ones)."""
+        assert reference.rows is not None
+        if conditions is not None:
+            return self._upstream_match(record, rows, reference.rows, conditions)
+        return results_match(
+            rows,
+            reference.prepared or reference.rows,
+            record.verification.compare,
+            reference_normalized=True,
         )
 
     def _upstream_match(
@@ -511,7 +675,10 @@ class Verifier:
         return {**self.__dict__, "_engines": {}}
 
     def close(self) -> None:
-        """Close every engine."""
+        """Close every engine; the counters go to the log (DEBUG, ``extra["verifier_stats"]``)."""
         for engine in self._engines.values():
             engine.close()
         self._engines.clear()
+        if logger.isEnabledFor(logging.DEBUG):
+            counters = asdict(self.stats)
+            logger.debug("verifier closed: %s", counters, extra={"verifier_stats": counters})
