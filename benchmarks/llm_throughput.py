@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -49,6 +50,7 @@ from pathlib import Path
 
 from ambitab_gym.evaluation import CampaignConfig, run_campaign
 from ambitab_gym.evaluation.engine import run_loop
+from ambitab_gym.evaluation.process_executor import ProcessExecutor
 from ambitab_gym.llm import LLMClient
 from ambitab_gym.llm.sampling import SamplingTable
 from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule, role_rules
@@ -65,14 +67,27 @@ def scripted_rules(questions: int):
     )
 
 
-def _children_cpu() -> float | None:
-    """CPU seconds of this process's children (the server process); None without psutil."""
+def _cpu_of(pids: list[int] | None = None) -> float | None:
+    """CPU seconds of these processes and their children (None: every child of this process,
+    the server included); None without psutil."""
     try:
         import psutil
     except ImportError:
         return None
-    times = [child.cpu_times() for child in psutil.Process().children(recursive=True)]
-    return sum(t.user + t.system for t in times)
+    if pids is None:
+        procs = psutil.Process().children(recursive=True)
+    else:
+        procs = []
+        for pid in pids:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc = psutil.Process(pid)
+                procs += [proc, *proc.children(recursive=True)]
+    total = 0.0
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def measure_bare(concurrency: int, latency: float, calls: int = 20) -> dict:
@@ -105,20 +120,32 @@ def measure_bare(concurrency: int, latency: float, calls: int = 20) -> dict:
     }
 
 
-def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions: int) -> dict:
+def measure(
+    env_id: str, concurrency: int, latency: float, seeds: int, questions: int, workers: int = 1
+) -> dict:
+    """One campaign at ``concurrency`` in flight; ``workers`` > 1 runs it on that many local
+    worker processes (``ProcessExecutor``, C / workers in flight each; started by the warm-up,
+    so the timed run measures throughput, not process start-up)."""
     rules = scripted_rules(questions)
-    with tempfile.TemporaryDirectory() as tmp:
-        # warm-up (databases built, imports done) against a zero-latency server
+    executor = ProcessExecutor(workers=workers) if workers > 1 else None
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        if executor is not None:
+            stack.callback(executor.close)
+        # warm-up (databases built, imports done, worker processes started) against a
+        # zero-latency server
         with (
             ScriptedServer(rules, process=True, record_requests=False) as server,
             LLMClient(server.url, "scripted", concurrency=concurrency) as client,
         ):
             warm = CampaignConfig(
                 env_id, asker="llm:checklist-ledger", solver="llm", oracle="llm",
-                conditions=("asker",), seeds=(10_000,), limit=4,
+                conditions=("asker",), seeds=(10_000,), limit=4 * workers,
                 llm={"sampling": client.sampling.to_dict()},
             )  # fmt: skip
-            run_campaign(warm, Path(tmp) / "warm.duckdb", llm_client=client, progress=False)
+            run_campaign(
+                warm, Path(tmp) / "warm.duckdb", llm_client=client, progress=False,
+                concurrency=concurrency, executor=executor,
+            )  # fmt: skip
 
         config = CampaignConfig(
             env_id,
@@ -136,7 +163,8 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
             LLMClient(server.url, "scripted", concurrency=concurrency, timeout_s=60) as client,
         ):
             load = os.getloadavg()[0]
-            server_cpu = _children_cpu()
+            pids = list(executor.worker_pids) if executor is not None else []
+            children_cpu, workers_cpu = _cpu_of(), _cpu_of(pids) if pids else 0.0
             start, cpu = time.perf_counter(), time.process_time()
             summary = run_campaign(
                 config,
@@ -144,9 +172,17 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
                 concurrency=concurrency,
                 llm_client=client,
                 progress=False,
+                executor=executor,
             )
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-            server_cpu = _children_cpu() - server_cpu if server_cpu is not None else None
+            driver_cpu = cpu
+            if executor is not None and executor.worker_pids != pids:
+                raise RuntimeError("a worker process was replaced during the timed run")
+            server_cpu = None
+            if children_cpu is not None:
+                worker_delta = (_cpu_of(pids) if pids else 0.0) - workers_cpu
+                server_cpu = _cpu_of() - children_cpu - worker_delta
+                cpu += worker_delta  # the client side: the driver and its worker processes
             stats = server.stats()
     episodes = summary.episodes
     calls = stats["requests"]
@@ -154,17 +190,30 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
     achieved = episodes / wall
     ideal = concurrency / (per_episode * latency)
     ideal_calls_per_s = concurrency / latency
-    ceiling = min(1.0, 1.0 / max(cpu / calls * ideal_calls_per_s, 1e-9))
+    processes = max(1, workers)
+    # the best ratio the client's processes allow at the measured CPU per call, each on a whole
+    # core of its own (with workers, the driver's share is small: it only stores rows)
+    ceiling = min(1.0, processes / max(cpu / calls * ideal_calls_per_s, 1e-9))
+    cores = os.cpu_count() or 1
     server_share = None if server_cpu is None else server_cpu / wall
+    # what the machine's cores allow for client and server together
+    capacity = None
+    if server_cpu is not None:
+        per_call = (cpu + server_cpu) / calls
+        capacity = min(1.0, cores / max(per_call * ideal_calls_per_s, 1e-9))
     if server_share is not None and server_share > 0.8:
         bound = "server"
-    elif ceiling < TARGET or cpu / wall > 0.8:
+    elif capacity is not None and capacity < TARGET:
+        bound = "machine_cpu"
+    elif ceiling < TARGET or cpu / wall > 0.8 * processes:
         bound = "client_cpu"
     else:
         bound = "latency"
     return {
         "env": env_id,
         "concurrency": concurrency,
+        "workers": workers,
+        "executor": "processes" if executor is not None else "local",
         "latency_s": latency,
         "episodes": episodes,
         "calls": calls,
@@ -178,9 +227,15 @@ def measure(env_id: str, concurrency: int, latency: float, seeds: int, questions
         "errors": summary.errors,
         "cpu_s": round(cpu, 3),
         "cpu_ms_per_call": round(cpu / calls * 1000, 3),
+        "driver_cpu_ms_per_call": round(driver_cpu / calls * 1000, 3),
         "cpu_share": round(cpu / wall, 3),
         "server_cpu_share": None if server_share is None else round(server_share, 3),
+        "server_cpu_ms_per_call": None
+        if server_cpu is None
+        else round(server_cpu / calls * 1000, 3),
         "cpu_ceiling": round(ceiling, 3),
+        "capacity_ceiling": None if capacity is None else round(capacity, 3),
+        "cores": cores,
         "episodes_per_slot": round(episodes / concurrency, 2),
         "load_avg": round(load, 2),
         "bound": bound,
@@ -204,6 +259,10 @@ def _share(value: float | None) -> str:
     return "?" if value is None else f"{value:.0%}"
 
 
+def _ratio(value: float | None) -> str:
+    return "?" if value is None else f"{value:.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="AmbiTab-Bird-v0")
@@ -212,32 +271,43 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=12, help="seeds x records = episodes")
     parser.add_argument("--questions", type=int, default=2, help="questions per episode")
     parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1],
+        help="client processes: 1 = a local run (one event loop), N > 1 = the process "
+        "executor with N workers (each is measured, side by side)",
+    )  # fmt: skip
+    parser.add_argument(
         "--no-bare", dest="bare", action="store_false",
         help="skip the floor run of the client and server alone",
     )  # fmt: skip
     args = parser.parse_args()
     results = []
     for concurrency in args.concurrency:
-        result = measure(args.env, concurrency, args.latency, args.seeds, args.questions)
-        if args.bare:
-            result.update(measure_bare(concurrency, args.latency))
-        results.append(result)
-        print(
-            f"C={concurrency:>3}  L={args.latency:g}s  {result['episodes']} episodes, "
-            f"{result['calls_per_episode']:.2f} calls/episode: {result['episodes_per_s']:.1f} "
-            f"episodes/s vs ideal {result['ideal_episodes_per_s']:.1f} "
-            f"(ratio {result['ratio']:.2f}, max in flight {result['max_in_flight']}); client CPU "
-            f"{result['cpu_ms_per_call']:.2f} ms/call, {result['cpu_share']:.0%} of one core "
-            f"(one whole core allows ratio {result['cpu_ceiling']:.2f}); server "
-            f"{_share(result['server_cpu_share'])} of a core; load {result['load_avg']:.1f}; "
-            f"bound: {result['bound']}"
-        )
-        if args.bare:
-            print(
-                f"       client + server alone (no env, no campaign): ratio "
-                f"{result['bare_ratio']:.2f}, client CPU {result['bare_cpu_ms_per_call']:.2f} "
-                "ms/call"
+        for workers in args.workers:
+            result = measure(
+                args.env, concurrency, args.latency, args.seeds, args.questions, workers
             )
+            if args.bare and workers == args.workers[0]:
+                result.update(measure_bare(concurrency, args.latency))
+            results.append(result)
+            where = "1 process" if workers == 1 else f"{workers} worker processes"
+            print(
+                f"C={concurrency:>3}  L={args.latency:g}s  {where}: {result['episodes']} "
+                f"episodes, {result['calls_per_episode']:.2f} calls/episode: "
+                f"{result['episodes_per_s']:.1f} episodes/s vs ideal "
+                f"{result['ideal_episodes_per_s']:.1f} (ratio {result['ratio']:.2f}, max in "
+                f"flight {result['max_in_flight']}); client CPU {result['cpu_ms_per_call']:.2f} "
+                f"ms/call, {result['cpu_share']:.0%} of one core (its {max(1, workers)} "
+                f"process(es) on whole cores allow ratio {result['cpu_ceiling']:.2f}); server "
+                f"{_share(result['server_cpu_share'])} of a core; client + server on "
+                f"{result['cores']} cores allow ratio {_ratio(result['capacity_ceiling'])}; "
+                f"load {result['load_avg']:.1f}; bound: {result['bound']}"
+            )
+            if "bare_ratio" in result:
+                print(
+                    f"       client + server alone (1 process, no env, no campaign): ratio "
+                    f"{result['bare_ratio']:.2f}, client CPU "
+                    f"{result['bare_cpu_ms_per_call']:.2f} ms/call"
+                )
     final = results[-1] if len(results) == 1 else {**results[-1], "sweep": results}
     print(json.dumps(final))
 

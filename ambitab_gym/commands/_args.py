@@ -305,7 +305,7 @@ def add_campaign_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     """Where a campaign's episodes run (``evaluate``, ``leakage``; docs/scale.md):
-    ``--executor {local,ray}``, ``--ray-address``, ``--ray-workers``, ``--ray-chunk`` and
+    ``--executor {local,processes,ray}``, ``--workers`` (processes), ``--ray-address``, ``--ray-workers``, ``--ray-chunk`` and
     ``--llm-replica`` (further servers serving ``--model``, spread across the Ray workers).
 
     >>> parser = argparse.ArgumentParser()
@@ -317,10 +317,21 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument(
         "--executor",
-        choices=("local", "ray"),
+        choices=("local", "processes", "ray"),
         default="local",
-        help="where the episodes run: this process (local, the default) or Ray workers (ray; "
-        "pip install 'ambitab-gym[ray]'); the results store and resume are the same",
+        help="where the episodes run: this process (local, the default; one event loop, one "
+        "core), worker processes of this machine (processes: --concurrency split across "
+        "--workers, for hundreds of LLM calls in flight, where one core caps a local run) or "
+        "Ray workers (ray; pip install 'ambitab-gym[ray]'); the results store and resume are "
+        "the same",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="worker processes of --executor processes, --concurrency / N episodes in flight "
+        "each (default: one per CPU)",
     )
     parser.add_argument(
         "--ray-address",
@@ -355,15 +366,22 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def executor_from_args(args: argparse.Namespace, client, *, prog: str):
-    """The executor the options name: None (this process) or a
+    """The executor the options name: None (this process), a
+    :class:`~ambitab_gym.evaluation.process_executor.ProcessExecutor` (``--executor
+    processes``; the caller closes it) or a
     :class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`, whose replicas are checked
     (reachable, model served) first. Ray is imported only when it runs.
 
     Raises:
-        UsageError: Ray options without ``--executor ray``, or replicas without an LLM client.
+        UsageError: Ray options without ``--executor ray``, ``--workers`` without ``--executor
+            processes``, or replicas without an LLM client.
     """
     replicas = list(getattr(args, "llm_replica", None) or [])
-    if getattr(args, "executor", "local") != "ray":
+    executor = getattr(args, "executor", "local")
+    workers = getattr(args, "workers", None)
+    if workers is not None and executor != "processes":
+        raise UsageError("--workers need(s) --executor processes")
+    if executor != "ray":
         given = [
             name
             for name, value in (
@@ -376,6 +394,10 @@ def executor_from_args(args: argparse.Namespace, client, *, prog: str):
         ]
         if given:
             raise UsageError(f"{', '.join(given)} need(s) --executor ray")
+        if executor == "processes":
+            from ambitab_gym.evaluation.process_executor import ProcessExecutor
+
+            return ProcessExecutor(workers=workers)
         return None
     urls: list[str] = []
     if replicas:

@@ -33,7 +33,7 @@ from typing import Any
 import cloudpickle
 
 from ambitab_gym.errors import ConfigurationError
-from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, run_units
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, campaign_gc, run_units
 from ambitab_gym.llm.client import LLMClient
 from ambitab_gym.llm.usage import UsageSummary
 
@@ -173,9 +173,10 @@ class UnitRunner:
         """Run units (a list, or a queue fed from elsewhere: see
         :func:`~ambitab_gym.evaluation.engine.run_units`) on this worker's loop."""
         assert self.plan is not None, "load a plan first"
-        self.loop.run_until_complete(
-            run_units(self.plan, units, concurrency=concurrency, on_row=on_row)
-        )
+        with campaign_gc():  # as a local run's: no rescans of every live request
+            self.loop.run_until_complete(
+                run_units(self.plan, units, concurrency=concurrency, on_row=on_row)
+            )
 
     def close(self) -> None:
         """Close the worker's LLM pools and its loop."""

@@ -317,11 +317,16 @@ class ProcessExecutor:
         return _Handle(process, tasks, Connection(result_reader, writable=False), share)
 
     def _start(self, shares: list[int]) -> None:
-        if [h.share for h in self._handles] != shares or any(
-            h.process.poll() is not None for h in self._handles
-        ):
-            self.close()
-            self._handles.extend(self._spawn(share) for share in shares)
+        """Workers for this run: the first ``len(shares)`` (started when missing or dead),
+        each told its share; any further ones stay idle for a later run."""
+        for index, handle in enumerate(self._handles):
+            if handle.process.poll() is not None:  # died between runs
+                _end([handle])
+                self._handles[index] = self._spawn(handle.share)
+        while len(self._handles) < len(shares):
+            self._handles.append(self._spawn(shares[len(self._handles)]))
+        for handle, share in zip(self._handles, shares, strict=False):
+            handle.share = share
 
     def run(
         self,
@@ -348,9 +353,9 @@ class ProcessExecutor:
         todo: deque[tuple[int, list[WorkUnit]]] = deque(enumerate(work_chunks(units, chunk)))
         finished = False
         try:
-            for handle in self._handles:
+            for handle in self._handles[: len(shares)]:
                 self._begin(handle, key, data, clients)
-            self._drive(todo, key, data, clients, on_row)
+            self._drive(todo, len(shares), key, data, clients, on_row)
             finished = True
         finally:
             self.worker_pids = [h.process.pid for h in self._handles]
@@ -400,13 +405,14 @@ class ProcessExecutor:
     def _drive(
         self,
         todo: deque,
+        workers: int,
         key: tuple,
         data: bytes,
         clients: list[LLMClient],
         on_row: Callable[[dict], None],
     ) -> None:
         chunk = max((len(units) for _, units in todo), default=1)
-        running = set(range(len(self._handles)))  # workers whose run has not ended
+        running = set(range(workers))  # workers whose run has not ended
         while running:
             for index in running:
                 handle = self._handles[index]
