@@ -27,7 +27,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -113,7 +114,8 @@ class Reading:
     """One resolution of an ambiguity and what it does to the query.
 
     ``effect`` keys: ``measure`` (the measured column), ``cond`` (a WHERE conjunct), ``group``
-    (one row per category), ``limit`` (how many ranked rows).
+    (one row per category), ``limit`` (how many ranked rows), ``members`` (``(column,
+    subquery)`` when ``cond`` is ``column IN (subquery)``).
 
     >>> Reading("the total column", "I mean the total column.", "e.total", None,
     ...         {"measure": "total"}, "total").label
@@ -196,6 +198,27 @@ def _shuffled(rng: np.random.Generator, readings: list[Reading]) -> tuple[Readin
     return tuple(readings[int(i)] for i in order)
 
 
+_MISSING = object()
+
+
+def _memoized(
+    db: GeneratedDatabase, key: tuple, rng: np.random.Generator, build: Callable[[], Slot]
+) -> Slot:
+    """``build()``'s slot with its readings shuffled by one ``rng.permutation`` draw (the
+    draw :func:`_shuffled` makes), kept in ``db.memo`` by ``key`` and the drawn order: a slot
+    is a pure function of its database, the drawn parameters in ``key`` and the order, so a
+    repeated draw reuses the frozen slot instead of building its readings again."""
+    order = tuple(int(i) for i in rng.permutation(2))
+    memo = db.memo
+    slot = memo.get((key, order), _MISSING)
+    if slot is _MISSING:
+        built = build()
+        assert len(built.readings) == len(order)  # every family has two readings
+        slot = replace(built, readings=tuple(built.readings[i] for i in order))
+        memo[(key, order)] = slot
+    return slot  # type: ignore[return-value]
+
+
 def _article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
@@ -213,86 +236,96 @@ def _distinct_quantiles(
 
 def synonym(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
     """AmbiQT: the measure phrase names two synonymous columns."""
-    d = db.domain
-    readings = [
-        Reading(
-            f"the {col} column of the {d.event_table} table",
-            f"I mean the values stored in the {col} column.",
-            f"e.{col}",
-            None,
-            {"measure": col},
-            col,
+
+    def build() -> Slot:
+        d = db.domain
+        readings = [
+            Reading(
+                f"the {col} column of the {d.event_table} table",
+                f"I mean the values stored in the {col} column.",
+                f"e.{col}",
+                None,
+                {"measure": col},
+                col,
+            )
+            for col in d.measure_columns
+        ]
+        term = d.measure_term
+        return Slot(
+            "synonym", slug(term), term, "critical", tuple(readings), term, TERM_ALIASES[term]
         )
-        for col in d.measure_columns
-    ]
-    term = d.measure_term
-    return Slot(
-        "synonym", slug(term), term, "critical", _shuffled(rng, readings), term, TERM_ALIASES[term]
-    )
+
+    return _memoized(db, ("synonym",), rng, build)
 
 
 def scope(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
     """Ambrosia scope: one figure per group, or one figure over all groups."""
-    d = db.domain
-    column = d.category_column
-    term = f"across {d.category_plural}"
-    readings = [
-        Reading(
-            f"a separate figure for each {column}",
-            f"Give me a separate figure for each {column}.",
-            f"GROUP BY p.{column}",
-            None,
-            {"group": True},
-            "per_group",
-        ),
-        Reading(
-            f"a single overall figure with all {d.category_plural} combined",
-            f"Just one overall figure, with all {d.category_plural} combined.",
-            f"no GROUP BY p.{column}",
-            None,
-            {"group": False},
-            "overall",
-        ),
-    ]
-    aliases = (f"across all {d.category_plural}", f"over the {d.category_plural}")
-    return Slot(
-        "scope", slug(term), term, "critical", _shuffled(rng, readings), f" {term}", aliases
-    )
+
+    def build() -> Slot:
+        d = db.domain
+        column = d.category_column
+        term = f"across {d.category_plural}"
+        readings = (
+            Reading(
+                f"a separate figure for each {column}",
+                f"Give me a separate figure for each {column}.",
+                f"GROUP BY p.{column}",
+                None,
+                {"group": True},
+                "per_group",
+            ),
+            Reading(
+                f"a single overall figure with all {d.category_plural} combined",
+                f"Just one overall figure, with all {d.category_plural} combined.",
+                f"no GROUP BY p.{column}",
+                None,
+                {"group": False},
+                "overall",
+            ),
+        )
+        aliases = (f"across all {d.category_plural}", f"over the {d.category_plural}")
+        return Slot("scope", slug(term), term, "critical", readings, f" {term}", aliases)
+
+    return _memoized(db, ("scope",), rng, build)
 
 
 def attachment(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
     """Ambrosia attachment: does "who joined before Y" bind both tiers or only the last?"""
-    d = db.domain
     first, second = (db.tiers[int(i)] for i in rng.choice(len(db.tiers), 2, replace=False))
     year = int(rng.integers(2016, 2022))
-    term = f"joined before {year}"
-    people = d.entity_plural
-    tier, joined = f"c.{d.tier_column}", f"c.{d.joined_column}"
-    both = f"{tier} IN ('{first}', '{second}') AND {joined} < {year}"
-    last = f"({tier} = '{first}' OR ({tier} = '{second}' AND {joined} < {year}))"
-    readings = [
-        Reading(
-            f"the condition {term} applies to both the {first} and the {second} {people}",
-            f"Both groups: only {first} and {second} {people} who joined before {year}.",
-            both,
-            None,
-            {"cond": both},
-            "both",
-        ),
-        Reading(
-            f"only the {second} {people} must have joined before {year}; every {first} one counts",
-            f"All {first} {people}, plus just those {second} {people} who joined before {year}.",
-            last,
-            None,
-            {"cond": last},
-            "last",
-        ),
-    ]
-    phrase = f"{first} and {second} {people} who {term}"
-    aliases = (f"joined prior to {year}", f"joining before {year}")
-    return Slot(
-        "attachment", slug(term), term, "critical", _shuffled(rng, readings), phrase, aliases
-    )
+
+    def build() -> Slot:
+        d = db.domain
+        term = f"joined before {year}"
+        people = d.entity_plural
+        tier, joined = f"c.{d.tier_column}", f"c.{d.joined_column}"
+        both = f"{tier} IN ('{first}', '{second}') AND {joined} < {year}"
+        last = f"({tier} = '{first}' OR ({tier} = '{second}' AND {joined} < {year}))"
+        readings = (
+            Reading(
+                f"the condition {term} applies to both the {first} and the {second} {people}",
+                f"Both groups: only {first} and {second} {people} who joined before {year}.",
+                both,
+                None,
+                {"cond": both},
+                "both",
+            ),
+            Reading(
+                f"only the {second} {people} must have joined before {year}; "
+                f"every {first} one counts",
+                f"All {first} {people}, plus just those {second} {people} who joined before "
+                f"{year}.",
+                last,
+                None,
+                {"cond": last},
+                "last",
+            ),
+        )
+        phrase = f"{first} and {second} {people} who {term}"
+        aliases = (f"joined prior to {year}", f"joining before {year}")
+        return Slot("attachment", slug(term), term, "critical", readings, phrase, aliases)
+
+    return _memoized(db, ("attachment", first, second, year), rng, build)
 
 
 def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> Slot | None:
@@ -302,48 +335,48 @@ def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> 
     if ranking:
         pairs = ((3, 5), (5, 10), (3, 10), (4, 8))
         low, high = pairs[int(rng.integers(len(pairs)))]
-        readings = [
-            Reading(
-                f"the {_NUMBER_WORDS[n]} highest-ranked {d.entity_plural}",
-                f"I mean the top {_NUMBER_WORDS[n]}.",
-                f"LIMIT {n}",
-                None,
-                {"limit": n},
-                f"top{n}",
+
+        def build_top() -> Slot:
+            readings = tuple(
+                Reading(
+                    f"the {_NUMBER_WORDS[n]} highest-ranked {d.entity_plural}",
+                    f"I mean the top {_NUMBER_WORDS[n]}.",
+                    f"LIMIT {n}",
+                    None,
+                    {"limit": n},
+                    f"top{n}",
+                )
+                for n in (low, high)
             )
-            for n in (low, high)
-        ]
-        term = d.top_term
-        return Slot(
-            "vague",
-            slug(term),
-            term,
-            "critical",
-            _shuffled(rng, readings),
-            term,
-            TERM_ALIASES[term],
-        )
+            term = d.top_term
+            return Slot(
+                "vague", slug(term), term, "critical", readings, term, TERM_ALIASES[term]
+            )
+
+        return _memoized(db, ("vague", low, high), rng, build_top)
     sizes = f"SELECT {d.size_column} FROM {d.event_table}"
     thresholds = _distinct_quantiles(db, sizes, (round(float(rng.uniform(0.4, 0.6)), 2), 0.8))
     if thresholds is None:
         return None
-    term = d.large_term
-    adjective = term.split()[0]
-    readings = [
-        Reading(
-            f"{d.event_plural} with a {d.size_phrase} of at least {_num(t)} {d.size_unit}",
-            f"{_article(d.event_singular).capitalize()} {d.event_singular} counts as "
-            f"{adjective} from {_num(t)} {d.size_unit} of {d.size_phrase} up.",
-            f"e.{d.size_column} >= {_num(t)}",
-            None,
-            {"cond": f"e.{d.size_column} >= {_num(t)}"},
-            f"at_least_{_num(t)}",
+
+    def build() -> Slot:
+        term = d.large_term
+        adjective = term.split()[0]
+        readings = tuple(
+            Reading(
+                f"{d.event_plural} with a {d.size_phrase} of at least {_num(t)} {d.size_unit}",
+                f"{_article(d.event_singular).capitalize()} {d.event_singular} counts as "
+                f"{adjective} from {_num(t)} {d.size_unit} of {d.size_phrase} up.",
+                f"e.{d.size_column} >= {_num(t)}",
+                None,
+                {"cond": f"e.{d.size_column} >= {_num(t)}"},
+                f"at_least_{_num(t)}",
+            )
+            for t in thresholds
         )
-        for t in thresholds
-    ]
-    return Slot(
-        "vague", slug(term), term, "critical", _shuffled(rng, readings), term, TERM_ALIASES[term]
-    )
+        return Slot("vague", slug(term), term, "critical", readings, term, TERM_ALIASES[term])
+
+    return _memoized(db, ("vague", thresholds), rng, build)
 
 
 def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) -> Slot | None:
@@ -356,22 +389,60 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
         thresholds = _distinct_quantiles(db, counts, (low, 0.75))
         if thresholds is None:
             return None
-        term = d.entity_knowledge_term
-        readings = []
-        for k in thresholds:
-            cond = (
-                f"c.{d.entity_id} IN (SELECT {d.entity_id} FROM {d.event_table} "
-                f"GROUP BY {d.entity_id} HAVING COUNT(*) >= {_num(k)})"
+
+        def build_entity() -> Slot:
+            term = d.entity_knowledge_term
+            readings = []
+            for k in thresholds:
+                subquery = (
+                    f"SELECT {d.entity_id} FROM {d.event_table} "
+                    f"GROUP BY {d.entity_id} HAVING COUNT(*) >= {_num(k)}"
+                )
+                cond = f"c.{d.entity_id} IN ({subquery})"
+                readings.append(
+                    Reading(
+                        f"{term} are {d.entity_plural} with at least {_num(k)} {d.event_plural}",
+                        f"I mean {d.entity_plural} who have at least {_num(k)} {d.event_plural} "
+                        "on record.",
+                        cond,
+                        f"{term} refers to {d.entity_plural} with COUNT({d.event_id}) >= {_num(k)}",
+                        # "members": the ids the batch query may list instead of the subquery
+                        {"cond": cond, "members": (f"c.{d.entity_id}", subquery)},
+                        f"at_least_{_num(k)}",
+                    )
+                )
+            return Slot(
+                "knowledge",
+                slug(term),
+                term,
+                "knowledge",
+                tuple(readings),
+                term,
+                TERM_ALIASES[term],
             )
+
+        return _memoized(db, ("knowledge", True, thresholds), rng, build_entity)
+    values = f"SELECT {d.item_value_column} FROM {d.item_table}"
+    op = d.item_knowledge_op
+    qs = (0.5, 0.75) if op == ">=" else (0.25, 0.5)
+    item_thresholds = _distinct_quantiles(db, values, qs)
+    if item_thresholds is None:
+        return None
+
+    def build_item() -> Slot:
+        bound = "at least" if op == ">=" else "at most"
+        term = d.item_knowledge_term
+        readings = []
+        for v in item_thresholds:
+            cond = f"p.{d.item_value_column} {op} {_num(v)}"
             readings.append(
                 Reading(
-                    f"{term} are {d.entity_plural} with at least {_num(k)} {d.event_plural}",
-                    f"I mean {d.entity_plural} who have at least {_num(k)} {d.event_plural} "
-                    "on record.",
+                    f"{term} are {d.item_plural} whose {d.item_value_phrase} is {bound} {_num(v)}",
+                    f"I mean {d.item_plural} with a {d.item_value_phrase} of {bound} {_num(v)}.",
                     cond,
-                    f"{term} refers to {d.entity_plural} with COUNT({d.event_id}) >= {_num(k)}",
+                    f"{term} refers to {d.item_value_column} {op} {_num(v)}",
                     {"cond": cond},
-                    f"at_least_{_num(k)}",
+                    f"{op}{_num(v)}",
                 )
             )
         return Slot(
@@ -379,141 +450,121 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
             slug(term),
             term,
             "knowledge",
-            _shuffled(rng, readings),
-            term,
+            tuple(readings),
+            f" for {term}",
             TERM_ALIASES[term],
         )
-    values = f"SELECT {d.item_value_column} FROM {d.item_table}"
-    op = d.item_knowledge_op
-    qs = (0.5, 0.75) if op == ">=" else (0.25, 0.5)
-    thresholds = _distinct_quantiles(db, values, qs)
-    if thresholds is None:
-        return None
-    bound = "at least" if op == ">=" else "at most"
-    term = d.item_knowledge_term
-    readings = []
-    for v in thresholds:
-        cond = f"p.{d.item_value_column} {op} {_num(v)}"
-        readings.append(
-            Reading(
-                f"{term} are {d.item_plural} whose {d.item_value_phrase} is {bound} {_num(v)}",
-                f"I mean {d.item_plural} with a {d.item_value_phrase} of {bound} {_num(v)}.",
-                cond,
-                f"{term} refers to {d.item_value_column} {op} {_num(v)}",
-                {"cond": cond},
-                f"{op}{_num(v)}",
-            )
-        )
-    return Slot(
-        "knowledge",
-        slug(term),
-        term,
-        "knowledge",
-        _shuffled(rng, readings),
-        f" for {term}",
-        TERM_ALIASES[term],
-    )
+
+    return _memoized(db, ("knowledge", False, item_thresholds), rng, build_item)
 
 
 def choice(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
     """TACO value choice: a city name that two cities of the data share."""
-    d = db.domain
-    short, first, second = db.shared_city
-    readings = []
-    for city in (first, second):
-        cond = f"c.{d.city_column} = '{city}'"
-        readings.append(
-            Reading(
-                f"the {d.entity_plural} from {city}",
-                f"I mean {city}.",
-                cond,
-                None,
-                {"cond": cond},
-                slug(city),
+
+    def build() -> Slot:
+        d = db.domain
+        short, first, second = db.shared_city
+        readings = []
+        for city in (first, second):
+            cond = f"c.{d.city_column} = '{city}'"
+            readings.append(
+                Reading(
+                    f"the {d.entity_plural} from {city}",
+                    f"I mean {city}.",
+                    cond,
+                    None,
+                    {"cond": cond},
+                    slug(city),
+                )
             )
+        aliases = (f"{short} area", f"city of {short}")
+        return Slot(
+            "choice", slug(short), short, "critical", tuple(readings), f" from {short}", aliases
         )
-    aliases = (f"{short} area", f"city of {short}")
-    return Slot(
-        "choice",
-        slug(short),
-        short,
-        "critical",
-        _shuffled(rng, readings),
-        f" from {short}",
-        aliases,
-    )
+
+    return _memoized(db, ("choice",), rng, build)
 
 
 def table(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
     """TACO table choice: "order records" can mean the current ``orders`` table (January 2022
     to June 2024) or the ``orders_archive`` table (2019 to 2021), both in the schema."""
-    d = db.domain
-    current, archive = d.event_table, d.archive_table
-    readings = [
-        Reading(
-            f"the {current} table, the current {d.event_plural} from January 2022 to June 2024",
-            f"I mean the current {d.event_plural}, the ones in the {current} table.",
-            f"FROM {current}",
-            None,
-            {"table": current},
-            "current",
-        ),
-        Reading(
-            f"the {archive} table, the archived {d.event_plural} from 2019 to 2021",
-            f"I mean the archived {d.event_plural}, from the {archive} table.",
-            f"FROM {archive}",
-            None,
-            {"table": archive},
-            "archive",
-        ),
-    ]
-    term = f"{d.event_singular} records"
-    aliases = (f"{d.event_singular} history", f"{d.event_singular} data")
-    return Slot("table", slug(term), term, "critical", _shuffled(rng, readings), term, aliases)
+
+    def build() -> Slot:
+        d = db.domain
+        current, archive = d.event_table, d.archive_table
+        readings = (
+            Reading(
+                f"the {current} table, the current {d.event_plural} from January 2022 to "
+                "June 2024",
+                f"I mean the current {d.event_plural}, the ones in the {current} table.",
+                f"FROM {current}",
+                None,
+                {"table": current},
+                "current",
+            ),
+            Reading(
+                f"the {archive} table, the archived {d.event_plural} from 2019 to 2021",
+                f"I mean the archived {d.event_plural}, from the {archive} table.",
+                f"FROM {archive}",
+                None,
+                {"table": archive},
+                "archive",
+            ),
+        )
+        term = f"{d.event_singular} records"
+        aliases = (f"{d.event_singular} history", f"{d.event_singular} data")
+        return Slot("table", slug(term), term, "critical", readings, term, aliases)
+
+    return _memoized(db, ("table",), rng, build)
 
 
 def time(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
     """Time frames: "last year" (calendar or trailing) and "past few months" (three or six)."""
-    date = f"e.{db.domain.date_column}"
-    if rng.random() < 0.5:
-        term = "last year"
-        specs = [
-            (
-                "the calendar year 2023, from January to December",
-                "I mean the calendar year 2023.",
-                f"{date} BETWEEN '2023-01-01' AND '2023-12-31'",
-                "calendar",
-            ),
-            (
-                "the twelve months up to the last day of data, July 2023 to June 2024",
-                "I mean the most recent twelve months, July 2023 through June 2024.",
-                f"{date} >= '2023-07-01'",
-                "trailing",
-            ),
-        ]
-    else:
-        term = "past few months"
-        specs = [
-            (
-                "the last three months of data, April to June 2024",
-                "The last three months: April to June 2024.",
-                f"{date} >= '2024-04-01'",
-                "three_months",
-            ),
-            (
-                "the last six months of data, January to June 2024",
-                "The last six months: January to June 2024.",
-                f"{date} >= '2024-01-01'",
-                "six_months",
-            ),
-        ]
-    readings = [Reading(r, s, c, None, {"cond": c}, label) for r, s, c, label in specs]
-    return Slot(
-        "time",
-        slug(term),
-        term,
-        "critical",
-        _shuffled(rng, readings),
-        f" in the {term}",
-        TERM_ALIASES[term],
-    )
+    calendar = bool(rng.random() < 0.5)
+
+    def build() -> Slot:
+        date = f"e.{db.domain.date_column}"
+        if calendar:
+            term = "last year"
+            specs = [
+                (
+                    "the calendar year 2023, from January to December",
+                    "I mean the calendar year 2023.",
+                    f"{date} BETWEEN '2023-01-01' AND '2023-12-31'",
+                    "calendar",
+                ),
+                (
+                    "the twelve months up to the last day of data, July 2023 to June 2024",
+                    "I mean the most recent twelve months, July 2023 through June 2024.",
+                    f"{date} >= '2023-07-01'",
+                    "trailing",
+                ),
+            ]
+        else:
+            term = "past few months"
+            specs = [
+                (
+                    "the last three months of data, April to June 2024",
+                    "The last three months: April to June 2024.",
+                    f"{date} >= '2024-04-01'",
+                    "three_months",
+                ),
+                (
+                    "the last six months of data, January to June 2024",
+                    "The last six months: January to June 2024.",
+                    f"{date} >= '2024-01-01'",
+                    "six_months",
+                ),
+            ]
+        readings = tuple(Reading(r, s, c, None, {"cond": c}, label) for r, s, c, label in specs)
+        return Slot(
+            "time",
+            slug(term),
+            term,
+            "critical",
+            readings,
+            f" in the {term}",
+            TERM_ALIASES[term],
+        )
+
+    return _memoized(db, ("time", calendar), rng, build)

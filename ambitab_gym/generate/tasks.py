@@ -232,6 +232,56 @@ class _Plan:
     distractors: list[str] = field(default_factory=list)
 
 
+def _column_meanings(db: GeneratedDatabase) -> dict[str, str]:
+    """The column meanings a database's records carry (built once per database; the fast
+    path's records share the dict, read-only, as the records of one task always did)."""
+    meanings = db.memo.get("column_meanings")
+    if meanings is None:
+        d = db.domain
+        a, b = d.measure_columns
+        meanings = db.memo["column_meanings"] = {
+            f"{d.entity_table}.{d.city_column}": f"City and region, e.g. '{db.cities[0]}'.",
+            f"{d.entity_table}.{d.joined_column}": "Year the person joined.",
+            f"{d.item_table}.{d.item_value_column}": f"The {d.item_value_phrase}.",
+            f"{d.event_table}.{a}": d.measure_meaning,
+            f"{d.event_table}.{b}": d.measure_meaning,
+            f"{d.event_table}.{d.size_column}": f"The {d.size_phrase}, in {d.size_unit}.",
+        }
+    return meanings
+
+
+def _batch_cond(db: GeneratedDatabase, effect: dict) -> str:
+    """A reading's condition as a batch query writes it: the reading's own ``cond``, except
+    that a membership in a subquery's ids (``c.id IN (SELECT id ... HAVING COUNT(*) >= k)``,
+    the entity knowledge family) lists the ids the subquery returns on this database - the
+    same truth value on every row, without materializing the subquery once per column."""
+    members = effect.get("members")
+    if members is None:
+        return effect["cond"]
+    column, subquery = members
+    ids = db.memo.get(("members", subquery))
+    if ids is None:
+        rows = db.connection.execute(subquery).fetchall()
+        ids = ", ".join(str(int(row[0])) for row in rows)
+        db.memo[("members", subquery)] = ids
+    return f"{column} IN ({ids})"
+
+
+def _prefilter(db: GeneratedDatabase, combos: list[tuple]) -> list[str]:
+    """``WHERE`` conjuncts that keep every row some reading counts: for each ambiguity whose
+    readings all set a condition, the disjunction of those conditions. Every reading's
+    condition includes one of each such disjunction, so a dropped row is one that no reading's
+    ``CASE WHEN`` counts; the kept rows come in the same order, so each column's aggregate is
+    unchanged (a group or person left without rows reads NULL either way)."""
+    filters = []
+    for position in range(len(combos[0]) if combos else 0):
+        readings = {id(combo[position]): combo[position] for combo in combos}.values()
+        if len(readings) > 1 and all("cond" in r.effect for r in readings):
+            either = " OR ".join(f"({_batch_cond(db, r.effect)})" for r in readings)
+            filters.append(f"({either})")
+    return filters
+
+
 class DatabasePool:
     """Built databases by ``(domain, index, database_seed)``; share one between generators (the
     envs of a vector env) to build each database once. A database is a pure function of its
@@ -297,6 +347,9 @@ class TaskGenerator:
         self.config = replace(config, **overrides) if overrides else config
         self.pool = pool if pool is not None else DatabasePool()
         self.validate = bool(validate)
+        # the fast path's Ambiguity models by (slot, reading) identity (both memoized per
+        # database, so this stays as small as the databases' slot memos)
+        self._ambiguity_models: dict[tuple[int, int], tuple[fam.Slot, fam.Reading, Ambiguity]] = {}
         #: tasks returned by :meth:`generate`, and the elapsed and CPU seconds spent in it
         self.generated = 0
         self.seconds = 0.0
@@ -461,7 +514,16 @@ class TaskGenerator:
         if "time" not in chosen and "table" not in chosen:
             kinds.append("year")
         count = min(int(rng.integers(lo, hi + 1)), len(kinds))
-        for index in rng.choice(len(kinds), size=count, replace=False):
+        # rng.choice(n, size=0 or 1, replace=False) draws what rng.integers(n) draws (one
+        # bounded integer; none for size 0) at a fifth of the cost (tests/test_generate_speed.py)
+        picks = (
+            ()
+            if count == 0
+            else (int(rng.integers(len(kinds))),)
+            if count == 1
+            else rng.choice(len(kinds), size=count, replace=False)
+        )
+        for index in picks:
             kind = kinds[int(index)]
             plan.distractors.append(kind)
             if kind == "place":
@@ -566,8 +628,12 @@ class TaskGenerator:
           event table (:meth:`_batch_probes`).
         """
         if plan.skeleton == "ranking":
-            self._batch_probes(db, plan, combos)
-            keys = [self._ranking_key(db, plan, combo) for combo in combos]
+            probes = [self._sql(db, plan, combo, cut=True) for combo in combos]
+            self._batch_probes(db, plan, combos, probes)
+            keys = [
+                self._ranking_key(db, plan, combo, probe)
+                for combo, probe in zip(combos, probes, strict=True)
+            ]
         else:
             keys = self._batch_keys(db, plan, sqls, combos)
         return None not in keys and len(set(keys)) == len(keys)
@@ -601,7 +667,7 @@ class TaskGenerator:
                 measure = effect.get("measure", measure)
                 group = effect.get("group", group)
                 if "cond" in effect:
-                    conds.append(f"({effect['cond']})")
+                    conds.append(f"({_batch_cond(db, effect)})")
             when = " AND ".join(conds) or "1"
             column = (
                 f"COUNT(CASE WHEN {when} THEN 1 END)"
@@ -609,9 +675,11 @@ class TaskGenerator:
                 else f"{plan.agg}(CASE WHEN {when} THEN e.{measure} END)"
             )
             batches.setdefault((table, group), []).append((i, column))
+        prefilter = _prefilter(db, combos) if batches else []
         for (table, group), members in batches.items():
             columns = ", ".join(column for _, column in members)
-            where = " WHERE " + " AND ".join(plan.conds) if plan.conds else ""
+            filters = [*plan.conds, *prefilter]
+            where = " WHERE " + " AND ".join(filters) if filters else ""
             selected = f"p.{d.category_column}, {columns}" if group else columns
             tail = f"{where} GROUP BY p.{d.category_column}" if group else where
             source = f"FROM {table} AS e"
@@ -634,7 +702,13 @@ class TaskGenerator:
                 keys[i] = db.remember_fingerprint(sqls[i], kept, count=count)
         return keys
 
-    def _batch_probes(self, db: GeneratedDatabase, plan: _Plan, combos: list[tuple]) -> None:
+    def _batch_probes(
+        self,
+        db: GeneratedDatabase,
+        plan: _Plan,
+        combos: list[tuple],
+        probes: list[str] | None = None,
+    ) -> None:
         """Put the probe results of a ranking's readings in the database's result cache, from
         one query per event table: each reading's ``SUM(CASE WHEN <its conditions> THEN e.x
         END)`` per person over the same rows, ranked here - the people its own probe returns
@@ -644,8 +718,9 @@ class TaskGenerator:
         d = db.domain
         batches: dict[str, list[tuple[str, str]]] = {}
         queued: set[str] = set()
-        for combo in combos:
-            probe = self._sql(db, plan, combo, cut=True)
+        if probes is None:
+            probes = [self._sql(db, plan, combo, cut=True) for combo in combos]
+        for combo, probe in zip(combos, probes, strict=True):
             if probe in queued or db.has_result(probe):
                 continue
             queued.add(probe)
@@ -655,14 +730,16 @@ class TaskGenerator:
                 table = effect.get("table", table)
                 measure = effect.get("measure", measure)
                 if "cond" in effect:
-                    conds.append(f"({effect['cond']})")
+                    conds.append(f"({_batch_cond(db, effect)})")
             when = " AND ".join(conds) or "1"
             batches.setdefault(table, []).append(
                 (probe, f"SUM(CASE WHEN {when} THEN e.{measure} END)")
             )
+        prefilter = _prefilter(db, combos) if batches else []
         for table, members in batches.items():
             columns = ", ".join(column for _, column in members)
-            where = " WHERE " + " AND ".join(plan.conds) if plan.conds else ""
+            filters = [*plan.conds, *prefilter]
+            where = " WHERE " + " AND ".join(filters) if filters else ""
             source = (
                 f"FROM {table} AS e JOIN {d.entity_table} AS c ON c.{d.entity_id} = e.{d.entity_id}"
             )
@@ -681,11 +758,15 @@ class TaskGenerator:
                 db.remember_result(probe, ranked[:_RANK_PROBE])
 
     def _ranking_key(
-        self, db: GeneratedDatabase, plan: _Plan, combo: tuple[fam.Reading, ...]
+        self,
+        db: GeneratedDatabase,
+        plan: _Plan,
+        combo: tuple[fam.Reading, ...],
+        probe_sql: str | None = None,
     ) -> frozenset | None:
         expected = next((r.effect["limit"] for r in combo if "limit" in r.effect), plan.limit)
         assert expected is not None and expected < _RANK_PROBE
-        probe = db.execute(self._sql(db, plan, combo, cut=True))
+        probe = db.execute(probe_sql or self._sql(db, plan, combo, cut=True))
         rows = [(row[0],) for row in probe[:expected]]
         if not rows or any(row[0] is None for row in rows):
             return None
@@ -707,20 +788,11 @@ class TaskGenerator:
     ) -> GeneratedTask:
         d = db.domain
         config = self.config
-        a, b = d.measure_columns
-        example_city = db.cities[0]
         spec = {
             "request": request,
             "database": db.name,
             "schema": None,
-            "column_meanings": {
-                f"{d.entity_table}.{d.city_column}": f"City and region, e.g. '{example_city}'.",
-                f"{d.entity_table}.{d.joined_column}": "Year the person joined.",
-                f"{d.item_table}.{d.item_value_column}": f"The {d.item_value_phrase}.",
-                f"{d.event_table}.{a}": d.measure_meaning,
-                f"{d.event_table}.{b}": d.measure_meaning,
-                f"{d.event_table}.{d.size_column}": f"The {d.size_phrase}, in {d.size_unit}.",
-            },
+            "column_meanings": _column_meanings(db),
             "external_knowledge": [_DATA_NOTE],
         }
         split = "train" if d.name in TRAIN_DOMAINS else "test"
@@ -735,7 +807,7 @@ class TaskGenerator:
                 column_meanings=spec["column_meanings"],
                 external_knowledge=(_DATA_NOTE,),
             )
-            ambiguity_models: dict[tuple[int, int], Ambiguity] = {}
+            ambiguity_models = self._ambiguity_models
         for k, (combo, sql) in enumerate(zip(combos, sqls, strict=True)):
             source = {
                 "kind": "procedural",
@@ -751,23 +823,30 @@ class TaskGenerator:
                 # the fast path: the same objects validation builds, without re-checking
                 # what the generator builds correctly by construction (tests compare the two)
                 ambiguities = []
-                for i, (slot, reading) in enumerate(zip(slots, combo, strict=True)):
-                    key = (i, id(reading))
-                    model = ambiguity_models.get(key)
-                    if model is None:
-                        model = ambiguity_models[key] = _built(
-                            Ambiguity,
-                            _AMBIGUITY_FIELDS,
-                            id=slot.id,
-                            term=slot.term,
-                            aliases=slot.aliases,
-                            kind=slot.kind,
-                            resolution=reading.resolution,
-                            response=reading.response,
-                            sql_snippet=reading.sql_snippet,
-                            evidence=reading.evidence,
+                for slot, reading in zip(slots, combo, strict=True):
+                    # slots and readings are memoized per database (families._memoized), so
+                    # their models are built once; the entry holds both, so an id is never
+                    # reused while its entry lives
+                    entry = ambiguity_models.get((id(slot), id(reading)))
+                    if entry is None or entry[0] is not slot or entry[1] is not reading:
+                        entry = (
+                            slot,
+                            reading,
+                            _built(
+                                Ambiguity,
+                                _AMBIGUITY_FIELDS,
+                                id=slot.id,
+                                term=slot.term,
+                                aliases=slot.aliases,
+                                kind=slot.kind,
+                                resolution=reading.resolution,
+                                response=reading.response,
+                                sql_snippet=reading.sql_snippet,
+                                evidence=reading.evidence,
+                            ),
                         )
-                    ambiguities.append(model)
+                        ambiguity_models[(id(slot), id(reading))] = entry
+                    ambiguities.append(entry[2])
                 records.append(
                     _built(
                         TaskRecord,
