@@ -89,6 +89,15 @@ class DuckDBEngine:
         self.limits = limits or Limits()
         self._slot = WorkerSlot("duckdb", self.path, "DuckDB")
         self._task_slot = WorkerSlot("duckdb-task", self.path, "DuckDB")
+        self._worker_settings: dict[Limits, tuple[tuple, dict, int]] = {}
+
+    def _settings(self, limits: Limits) -> tuple[tuple, dict, int]:
+        settings = self._worker_settings.get(limits)
+        if settings is None:  # Limits is frozen: a few values per engine, computed once each
+            if len(self._worker_settings) >= 16:
+                self._worker_settings.clear()
+            settings = self._worker_settings[limits] = _worker_settings(limits)
+        return settings
 
     @property
     def worker_pid(self) -> int | None:
@@ -117,17 +126,7 @@ class DuckDBEngine:
         problem = sql_text_problem(sql)
         if problem is not None:
             raise QueryError(*problem)
-        config = dict(SANDBOX_CONFIG)
-        config["memory_limit"] = f"{limits.memory_limit_mb}MB"
-        config["threads"] = limits.threads
-        # Room above the buffer manager's limit for allocations it does not track, and for the
-        # result and its pickled copy.
-        headroom_mb = (
-            2 * limits.memory_limit_mb
-            + 3 * limits.max_result_bytes // 2**20
-            + 256
-            + 64 * limits.threads
-        )
+        key, config, headroom_mb = self._settings(limits)
         request = (
             "query",
             sql,
@@ -136,7 +135,6 @@ class DuckDBEngine:
             limits.max_result_bytes,
             limits.timeout_s,
         )
-        key = (limits.memory_limit_mb, limits.threads, limits.max_result_bytes)
         try:
             reply = self._slot.ask(key, config, headroom_mb, request, limits.timeout_s)
         except WorkerStartError as error:
@@ -155,15 +153,7 @@ class DuckDBEngine:
         category, message)``.
         """
         limits = limits or self.limits
-        config = dict(SANDBOX_CONFIG)
-        config["memory_limit"] = f"{limits.memory_limit_mb}MB"
-        config["threads"] = limits.threads
-        headroom_mb = (
-            2 * limits.memory_limit_mb
-            + 3 * limits.max_result_bytes // 2**20
-            + 256
-            + 64 * limits.threads
-        )
+        key, config, headroom_mb = self._settings(limits)
         request = (
             "task",
             task,
@@ -172,7 +162,6 @@ class DuckDBEngine:
             limits.max_result_bytes,
             total_s,
         )
-        key = (limits.memory_limit_mb, limits.threads, limits.max_result_bytes)
         try:
             return self._task_slot.ask(key, config, headroom_mb, request, total_s)
         except WorkerStartError as error:
@@ -192,6 +181,27 @@ class DuckDBEngine:
         """Stop the worker processes."""
         self._slot.close()
         self._task_slot.close()
+
+
+def _worker_settings(limits: Limits) -> tuple[tuple, dict, int]:
+    """``(key, config, headroom_mb)`` of the worker that runs queries under ``limits``.
+
+    ``key`` names the settings a worker starts with (a change starts a fresh worker). An
+    engine computes them once per ``Limits`` value (:meth:`DuckDBEngine._settings`).
+    """
+    config = dict(SANDBOX_CONFIG)
+    config["memory_limit"] = f"{limits.memory_limit_mb}MB"
+    config["threads"] = limits.threads
+    # Room above the buffer manager's limit for allocations it does not track, and for the
+    # result and its pickled copy.
+    headroom_mb = (
+        2 * limits.memory_limit_mb
+        + 3 * limits.max_result_bytes // 2**20
+        + 256
+        + 64 * limits.threads
+    )
+    key = (limits.memory_limit_mb, limits.threads, limits.max_result_bytes)
+    return key, config, headroom_mb
 
 
 def build_duckdb(script: str, path: str | Path) -> None:

@@ -36,6 +36,7 @@ import os
 import pickle
 import re
 import select
+import struct
 import subprocess
 import sys
 import threading
@@ -49,6 +50,7 @@ from urllib.parse import quote
 
 __all__ = [
     "SQLITE_FAST_FUNCTIONS",
+    "MessageReader",
     "SQLiteSession",
     "Watchdog",
     "WorkerProcess",
@@ -59,6 +61,7 @@ __all__ = [
     "safe_loads",
     "serve",
     "sql_text_problem",
+    "write_message",
 ]
 
 #: Longest message a worker sends (the same bound as ``ambitab_gym.verify.base``).
@@ -213,6 +216,121 @@ def safe_loads(data: bytes):
         _pickle.UnpicklingError: worker reply holds a forbidden type builtins.eval
     """
     return _SafeUnpickler(io.BytesIO(data)).load()
+
+
+_LENGTH = struct.Struct("!i")  # multiprocessing.connection's framing: a signed 32-bit length,
+_LONG_LENGTH = struct.Struct("!Q")  # or -1 and then an unsigned 64-bit one
+_READ_SIZE = 1 << 16  # one read takes a whole small message (header and payload together)
+
+
+def write_message(fd: int, payload: bytes) -> None:
+    """Write one length-prefixed message to a blocking file descriptor (a pipe).
+
+    The framing is :mod:`multiprocessing.connection`'s; a message up to 64 KiB leaves in one
+    ``write`` (header and payload together), a longer one without copying its payload.
+
+    Raises:
+        OSError: the reader is gone (``BrokenPipeError``).
+
+    Example:
+        >>> read_end, write_end = os.pipe()
+        >>> write_message(write_end, b"hello")
+        >>> os.read(read_end, 100)
+        b'\\x00\\x00\\x00\\x05hello'
+        >>> os.close(read_end); os.close(write_end)
+    """
+    size = len(payload)
+    header = _LENGTH.pack(size) if size < 0x7FFFFFFF else _LENGTH.pack(-1) + _LONG_LENGTH.pack(size)
+    if size <= _READ_SIZE:
+        _write_all(fd, header + payload)
+    else:
+        _write_all(fd, header)
+        _write_all(fd, payload)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = os.write(fd, data)
+    if written < len(data):  # a blocking pipe writes everything unless a signal cut it short
+        view = memoryview(data)
+        while written < len(data):
+            written += os.write(fd, view[written:])
+
+
+class MessageReader:
+    """Reads length-prefixed messages (:func:`write_message`) from a blocking file descriptor.
+
+    A small message costs one ``read``: the reader takes up to 64 KiB at once and keeps what
+    belongs to the next message; a large one is read straight into a buffer of its size.
+
+    Args:
+        fd: the read end of a pipe.
+
+    Example:
+        >>> read_end, write_end = os.pipe()
+        >>> write_message(write_end, b"one"); write_message(write_end, b"two")
+        >>> reader = MessageReader(read_end)
+        >>> reader.read(100), reader.buffered, reader.read(100), reader.buffered
+        (b'one', True, b'two', False)
+        >>> os.close(write_end)
+        >>> reader.read(100)
+        Traceback (most recent call last):
+        ...
+        EOFError
+        >>> os.close(read_end)
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._data = b""
+
+    @property
+    def buffered(self) -> bool:
+        """Whether bytes of a next message were already read (a poll would not see them)."""
+        return bool(self._data)
+
+    def _more(self, data: bytes, need: int) -> bytes:
+        while len(data) < need:
+            chunk = os.read(self.fd, _READ_SIZE)
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
+
+    def read(self, max_bytes: int) -> bytes | bytearray:
+        """The next message's payload (blocks until it is complete).
+
+        Raises:
+            EOFError: the writer closed its end (before or inside a message).
+            OSError: the message is longer than ``max_bytes`` (as ``Connection.recv_bytes``).
+        """
+        data = self._data or os.read(self.fd, _READ_SIZE)
+        if not data:
+            raise EOFError
+        data = self._more(data, 4)
+        (size,) = _LENGTH.unpack_from(data)
+        start = 4
+        if size == -1:
+            data = self._more(data, 12)
+            (size,) = _LONG_LENGTH.unpack_from(data, 4)
+            start = 12
+        if size < 0 or size > max_bytes:
+            self._data = b""
+            raise OSError("bad message length")
+        end = start + size
+        if len(data) >= end:
+            self._data = data[end:]
+            return data[start:end]
+        self._data = b""
+        body = bytearray(size)
+        view = memoryview(body)
+        have = len(data) - start
+        view[:have] = data[start:]
+        while have < size:  # exactly the rest: nothing of a next message is taken
+            count = os.readv(self.fd, [view[have:]])
+            if not count:
+                raise EOFError
+            have += count
+        return body
 
 
 class Watchdog:
@@ -1298,6 +1416,10 @@ class WorkerProcess:
         os.close(response_w)
         self.requests = Connection(request_w, readable=False)
         self.responses = Connection(response_r, writable=False)
+        # The pipes' own fds carry the messages (one write each way, one read for a small
+        # reply); the Connection objects own the fds (closing, the gentle "close" request).
+        self._request_fd = request_w
+        self._reader = MessageReader(response_r)
         # One poll object for the worker's life (Connection.poll builds a selector per call).
         self._poller = select.poll()
         self._poller.register(response_r, select.POLLIN)
@@ -1323,9 +1445,9 @@ class WorkerProcess:
 
     def receive(self, timeout_s: float, max_bytes: int):
         """The next reply, None on timeout; raises EOFError/OSError when the worker died."""
-        if not self._poller.poll(max(0, math.ceil(timeout_s * 1000))):
+        if not self._reader.buffered and not self._poller.poll(max(0, math.ceil(timeout_s * 1000))):
             return None
-        return safe_loads(self.responses.recv_bytes(max_bytes))
+        return safe_loads(self._reader.read(max_bytes))
 
     def query(self, request: tuple, wait_s: float, max_reply_bytes: int = 2**31) -> tuple | None:
         """Send a request and wait up to ``wait_s`` for its reply (None: no reply in time).
@@ -1334,7 +1456,7 @@ class WorkerProcess:
             EOFError, OSError: the worker died (or sent more than ``max_reply_bytes``).
             pickle.UnpicklingError: the reply held something other than plain data.
         """
-        self.requests.send_bytes(pickle.dumps(request))
+        write_message(self._request_fd, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
         return self.receive(wait_s, max_reply_bytes)
 
     def exit_description(self) -> str:
@@ -1532,9 +1654,10 @@ def serve(request_fd: int, response_fd: int) -> int:
         return 1
     _limit_address_space(headroom_mb)
     responses.send_bytes(pickle.dumps(("ready", version)))
+    reader = MessageReader(request_fd)
     while True:
         try:
-            request = pickle.loads(requests.recv_bytes())
+            request = pickle.loads(reader.read(2**31))
         except EOFError:
             break
         if request[0] == "close":
@@ -1555,7 +1678,7 @@ def serve(request_fd: int, response_fd: int) -> int:
         if reply[0] == "ok" and len(payload) > max_bytes:
             payload = pickle.dumps(_too_large(max_bytes))
         del reply
-        responses.send_bytes(payload)
+        write_message(response_fd, payload)
         if getattr(session, "retire", False):
             break  # the parent starts a fresh worker for the next request
     session.close()
