@@ -164,3 +164,26 @@ def test_generation_errors_reach_the_env():
             env.reset()
     finally:
         env.close()
+
+
+def test_batched_messages_keep_the_stream_order_across_restarts():
+    # a consumer slower than the worker: the worker gathers several tasks per message; the
+    # tasks still come in stream order, equal to the in-process ones, and a restart discards
+    # whatever was gathered or received for the old start
+    config = GeneratorConfig(ambiguities=(0, 2), domains=("retail",))
+    local = TaskGenerator(config, validate=False)
+    with TaskPrefetcher(workers=1, depth=8, batch=4) as prefetcher:
+        prefetcher.start(config, stream=5, index=0)
+        first = prefetcher.get()
+        deadline = time.monotonic() + 30
+        while prefetcher._results[0].qsize() < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # let the worker fill its queue (two messages at most)
+        items = [first] + [prefetcher.get() for _ in range(6)]
+        batched = prefetcher.messages < prefetcher.tasks  # some message held several tasks
+        prefetcher.start(config, stream=5, index=20)
+        restarted = [prefetcher.get() for _ in range(3)]
+    assert batched
+    assert [i.index for i in items] == list(range(7))
+    assert [i.index for i in restarted] == [20, 21, 22]
+    for item in items + restarted:
+        assert item.records == local.generate(task_seed(5, item.index)).records

@@ -221,14 +221,12 @@ def _fingerprint_of(rows: list[tuple], count: bool) -> frozenset | None:
         # what normalize_rows makes of one int or float (a known-answer test compares)
         value = rows[0][0]
         kind = type(value)
-        if kind is float:
-            if value != value:
-                return frozenset({("NaN",)})
-            value = round(value, 4) or 0.0
-        elif kind is not int:
-            return frozenset(normalize_rows(rows, 4)) if value is not None else None
-        if count and value == 0:
+        if value is None or (count and value == 0):
             return None
+        if kind is float:
+            value = (round(value, 4) or 0.0) if value == value else "NaN"
+        elif kind is not int:
+            return frozenset(normalize_rows(rows, 4))
         return frozenset({(value,)})
     null_free = not any(v is None for row in rows for v in row)
     if rows and null_free and not (count and all(row[-1] == 0 for row in rows)):

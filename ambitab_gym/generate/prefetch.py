@@ -7,6 +7,12 @@
   stream order, so the sequence of tasks is exactly the in-process one
   (``TaskGenerator.generate(task_seed(stream, k))`` for k = 0, 1, ...).
 
+A worker sends up to ``batch`` tasks per message: while its queue still holds a message the
+consumer has not taken (the consumer is busy), it gathers tasks into one message, which cuts
+the consumer's per-task cost of receiving them (one pipe read and one unpickling call for
+several tasks); when its queue is empty (the consumer may be waiting) it sends each task at
+once.
+
 A worker is a child process (the platform's default start method: ``fork`` on Linux, which
 needs no ``if __name__ == "__main__"`` guard in the training script; ``spawn`` or ``forkserver``
 can be chosen and need the guard, as every ``multiprocessing`` program does); it holds
@@ -19,6 +25,7 @@ is full), so no process outlives the env. ``AmbiTab-Procedural-v0`` uses it with
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import multiprocessing
 import queue
@@ -77,13 +84,31 @@ def _parent_alive() -> bool:
     return parent is None or parent.is_alive()
 
 
+def _send(results: Any, control: Any, message: tuple) -> bool:
+    """Put ``message`` on the worker's queue; False when the parent is gone or a new command
+    came first (the message is stale)."""
+    while True:
+        try:
+            results.put(message, timeout=_POLL_S)
+            return True
+        except queue.Full:
+            if not _parent_alive() or not control.empty():
+                return False
+
+
 def _work(
-    control: Any, results: Any, worker: int, workers: int, warm: GeneratorConfig | None
+    control: Any,
+    results: Any,
+    worker: int,
+    workers: int,
+    warm: GeneratorConfig | None,
+    batch: int = 1,
 ) -> None:
     """A worker's loop: build the database pool of ``warm`` (while the trainer sets up), wait
     for a job ``(epoch, config, stream, start)``, then generate its share of the stream
     (indices ``= worker mod workers``) into ``results`` until the next command; ``None`` stops
-    it."""
+    it. Messages are ``(epoch, [task, ...])`` (at most ``batch`` tasks, in stream order) or
+    ``(epoch, error)``."""
     pool = DatabasePool()  # kept across jobs: a database depends only on its key
     if warm is not None:
         for domain in warm.domains:
@@ -93,6 +118,7 @@ def _work(
                 pool.get(domain, index, warm.database_seed)
     job: tuple[int, TaskGenerator, int] | None = None
     index = 0
+    pending: list[PrefetchedTask] = []
     while True:
         try:
             command = control.get(timeout=_POLL_S) if job is None else control.get_nowait()
@@ -101,6 +127,7 @@ def _work(
         if command is _STOP:
             return
         if command != ():
+            pending = []  # generated for the previous job: stale
             epoch, config, stream, start = command
             job = (epoch, TaskGenerator(config, pool=pool, validate=False), stream)
             index = start + (worker - start) % workers
@@ -110,23 +137,24 @@ def _work(
             continue
         epoch, generator, stream = job
         seed = task_seed(stream, index)
-        item: tuple
         try:
             task = generator.generate(seed)
-            item = (epoch, PrefetchedTask(index, seed, task.records))
         except AmbiTabError as error:  # sent on: the env raises it where it asked
-            item = (epoch, error)
             job = None
-        while True:
-            try:
-                results.put(item, timeout=_POLL_S)
-                break
-            except queue.Full:
-                if not _parent_alive():
-                    return
-                if not control.empty():  # a new job or a stop: this item is stale
-                    break
+            messages = [(epoch, pending), (epoch, error)] if pending else [(epoch, error)]
+            pending = []
+            sent = all(_send(results, control, message) for message in messages)
+            if not sent and not _parent_alive():
+                return
+            continue
+        pending.append(PrefetchedTask(index, seed, task.records))
         index += workers
+        # gather while the consumer has a message to take; send at once when it may wait
+        if len(pending) >= batch or results.empty():
+            sent = _send(results, control, (epoch, pending))
+            if not sent and not _parent_alive():
+                return
+            pending = []
 
 
 def _shutdown(processes: list, controls: list, results: list) -> None:
@@ -159,6 +187,8 @@ class TaskPrefetcher:
             ``forkserver`` need the script's ``if __name__ == "__main__"`` guard).
         warm: a config whose database pool the workers build as soon as they start (before
             the first :meth:`start`), so the first tasks are not slowed by building databases.
+        batch: the most tasks a worker sends in one message (capped at ``depth``); a worker
+            gathers tasks only while its previous message waits to be taken.
 
     :meth:`start` (re)starts the stream - a config, a stream seed and the index of the next
     task - and discards whatever was generated for an earlier start; :meth:`get` returns the
@@ -183,9 +213,12 @@ class TaskPrefetcher:
         depth: int = 16,
         context: str | None = None,
         warm: GeneratorConfig | None = None,
+        batch: int = 8,
     ) -> None:
-        if workers < 1 or depth < 1:
-            raise ConfigurationError("prefetch needs at least one worker and a depth of 1")
+        if workers < 1 or depth < 1 or batch < 1:
+            raise ConfigurationError(
+                "prefetch needs at least one worker, a depth of 1 and a batch of 1"
+            )
         if multiprocessing.current_process().daemon:
             raise ConfigurationError(
                 "prefetching workers cannot start inside a daemonic process (a SubprocVecEnv or "
@@ -194,12 +227,18 @@ class TaskPrefetcher:
         ctx = multiprocessing.get_context(context)
         self.workers = int(workers)
         self.depth = int(depth)
+        self.batch = min(int(batch), self.depth)
         self._controls = [ctx.Queue() for _ in range(self.workers)]
-        self._results = [ctx.Queue(maxsize=self.depth) for _ in range(self.workers)]
+        # messages of up to `batch` tasks: about `depth` tasks ready per worker
+        messages = max(1, self.depth // self.batch)
+        self._results = [ctx.Queue(maxsize=messages) for _ in range(self.workers)]
+        self._ready: list[collections.deque[PrefetchedTask]] = [
+            collections.deque() for _ in range(self.workers)
+        ]
         self._processes = [
             ctx.Process(
                 target=_work,
-                args=(self._controls[w], self._results[w], w, self.workers, warm),
+                args=(self._controls[w], self._results[w], w, self.workers, warm, self.batch),
                 name=f"ambitab-prefetch-{w}",
                 daemon=True,
             )
@@ -212,9 +251,10 @@ class TaskPrefetcher:
         )
         self._epoch = 0
         self._next: int | None = None
-        #: seconds :meth:`get` spent blocked, and tasks it returned
+        #: seconds :meth:`get` spent blocked, tasks it returned, and messages they came in
         self.wait_seconds = 0.0
         self.tasks = 0
+        self.messages = 0
 
     @property
     def closed(self) -> bool:
@@ -231,6 +271,8 @@ class TaskPrefetcher:
             raise PrefetchError("the prefetcher is closed")
         self._epoch += 1
         self._next = int(index)
+        for ready in self._ready:
+            ready.clear()
         for control in self._controls:
             control.put((self._epoch, config, int(stream), int(index)))
 
@@ -240,9 +282,10 @@ class TaskPrefetcher:
             raise PrefetchError("start() the prefetcher first")
         w = self._next % self.workers
         tick = time.perf_counter()
-        while True:
+        ready = self._ready[w]
+        while not ready:
             try:
-                epoch, item = self._results[w].get(timeout=1.0)
+                epoch, payload = self._results[w].get(timeout=1.0)
             except queue.Empty:
                 if not self._processes[w].is_alive():
                     code = self._processes[w].exitcode
@@ -251,9 +294,11 @@ class TaskPrefetcher:
                 continue
             if epoch != self._epoch:
                 continue  # generated for an earlier start
-            if isinstance(item, BaseException):
-                raise item
-            break
+            if isinstance(payload, BaseException):
+                raise payload
+            ready.extend(payload)
+            self.messages += 1
+        item = ready.popleft()
         self.wait_seconds += time.perf_counter() - tick
         if item.index != self._next:  # pragma: no cover - a broken invariant, not a user error
             raise PrefetchError(f"expected task {self._next}, got {item.index}")
