@@ -35,6 +35,7 @@ names a superuser connection, it loads the corpus's databases through it first.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import functools
 import hashlib
@@ -50,7 +51,7 @@ import time
 from typing import TYPE_CHECKING
 
 import psycopg
-from psycopg import errors, pq, sql
+from psycopg import errors, postgres, pq, sql
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -78,17 +79,17 @@ __all__ = [
     "reference_role",
 ]
 
-_CURSOR = "ambitab_submission"
-_DECLARE = f"DECLARE {_CURSOR} NO SCROLL CURSOR FOR "
 # Every query runs wrapped, so that the server measures each row before sending it: a row
 # larger than the result cap raises there (a cast of a row-dependent text to int fails with the
-# marker below) instead of reaching the driver whole. The wrapped statement must be one
-# statement whose parentheses balance, so it cannot close the wrapper's. (concat() rather than
-# ||: one candidate to resolve, about 10 us less parse analysis per query.)
+# marker below) instead of reaching the driver whole, and the server stops after max_rows + 1
+# rows (LIMIT). The wrapped statement must be one statement whose parentheses balance, so it
+# cannot close the wrapper's; a subquery admits queries only (SELECT, VALUES, TABLE, WITH
+# without data-modifying parts). (concat() rather than ||: one candidate to resolve, about
+# 10 us less parse analysis per query.)
 _WRAP_HEAD = "SELECT * FROM (\n"
 _WRAP_TAIL = (
     "\n) AS ambitab_q WHERE CASE WHEN pg_column_size(ambitab_q.*) <= {cap} THEN true "
-    "ELSE pg_catalog.concat('{marker} ', pg_column_size(ambitab_q.*))::int > 0 END"
+    "ELSE pg_catalog.concat('{marker} ', pg_column_size(ambitab_q.*))::int > 0 END LIMIT {limit}"
 )
 _ROW_MARKER = "ambitab: a result row is larger than the cap"
 # The limits are session settings, set once per connection (and again when they change):
@@ -98,14 +99,26 @@ _SETTINGS = (
     "SET statement_timeout = {ms}",
     "SET lock_timeout = {ms}",
     "SET idle_in_transaction_session_timeout = {idle_ms}",
-    "SET cursor_tuple_fraction = 1.0",
 )
 # After every query: end the transaction (which also undoes set_config), then drop
 # session-level advisory locks and replace the random seed a query may have set with setseed()
 # by an unpredictable one: the session state a read-only SELECT can leave behind on a pooled
 # connection (DISCARD ALL keeps the seed).
 _RESET = "SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed({seed!r})"
-_BEGIN = "BEGIN READ ONLY"
+# The engine's own fixed statements, prepared once per connection (a submission cannot
+# DEALLOCATE them: it runs wrapped in a SELECT): the server skips parsing and planning them on
+# every query (about 0.03 ms per verification).
+_BEGIN_NAME = b"ambitab_begin"
+_RESET_NAME = b"ambitab_reset"
+_ROLLBACK_NAME = b"ambitab_rollback"
+_PREPARED = (
+    (_BEGIN_NAME, b"BEGIN READ ONLY"),
+    (
+        _RESET_NAME,
+        b"SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed($1::float8)",
+    ),
+    (_ROLLBACK_NAME, b"ROLLBACK"),
+)
 # Rows arrive one at a time (libpq single-row mode): the unit held in memory before it can be
 # measured is one row, and PostgreSQL caps one row message at 1 GB.
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
@@ -135,6 +148,8 @@ _LEX_STRING = re.compile(r"'(?:[^']|'')*'?")
 _LEX_ESCAPED_STRING = re.compile(r"'(?:\\.?|[^'\\]|'')*'?", re.S)
 _LEX_DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 _LEX_PARENS = re.compile(r"[()]")
+_CODE_NOISE = re.compile(r"[\s;]*")
+_WORD = re.compile(r"[A-Za-z_]+")
 
 
 def _end_of_comment(sql: str, i: int) -> int:
@@ -239,6 +254,27 @@ def split_one_statement(sql: str, tokens: list[tuple[str, int, int]] | None = No
     return pieces
 
 
+def _first_word(sql: str, tokens: list[tuple[str, int, int]]) -> str:
+    """Exactly :func:`~ambitab_gym.verify.taskrun.first_keyword` of the one statement in
+    ``sql`` (PostgreSQL dialect), from ``tokens = _tokens(sql, '"')``: the first word of code
+    after whitespace, comments and semicolons.
+
+    >>> text = " ; /* a /* b */ */ -- c\\n  select 1"
+    >>> _first_word(text, _tokens(text, '"'))
+    'SELECT'
+    """
+    for kind, a, b in tokens:
+        if kind == "comment":
+            continue
+        if kind == "solid":
+            return ""
+        start = _CODE_NOISE.match(sql, a, b).end()  # type: ignore[union-attr]
+        if start < b:
+            word = _WORD.match(sql, start, b)
+            return word.group(0).upper() if word else ""
+    return ""
+
+
 def paren_depths_fast(
     sql: str, tokens: list[tuple[str, int, int]] | None = None
 ) -> tuple[int, int]:
@@ -281,11 +317,18 @@ class _Connection(psycopg.Connection):
     _reset_done = False
     #: a poll object on the connection's socket (waiting for results releases the GIL)
     _poll: select.poll | None = None
+    #: the engine's fixed statements are prepared on the server (``_PREPARED``)
+    _own_statements = False
+    #: the client encoding (fixed for the session: a query's set_config is rolled back)
+    _encoding: str | None = None
+    #: unpredictable 64-bit numbers for next_seed, drawn from the OS 64 at a time
+    _entropy: list[int] | None = None
 
-    @staticmethod
-    def next_seed() -> float:
-        """An unpredictable ``setseed`` argument in [-1, 1)."""
-        return secrets.randbits(52) / 2**51 - 1.0
+    def next_seed(self) -> float:
+        """An unpredictable ``setseed`` argument in [-1, 1) (52 random bits)."""
+        if not self._entropy:
+            self._entropy = list(array.array("Q", secrets.token_bytes(8 * 64)))
+        return (self._entropy.pop() >> 12) / 2**51 - 1.0
 
 
 class _Pool:
@@ -331,7 +374,7 @@ class _Pool:
         return connection
 
     def put(self, connection: _Connection, *, broken: bool = False) -> None:
-        if broken or connection.closed or connection.info.transaction_status != 0:
+        if broken or connection.closed or connection.pgconn.transaction_status != _IDLE:
             with contextlib.suppress(Exception):
                 connection.close()
             self._forget()
@@ -540,13 +583,15 @@ class PostgresEngine:
             raise QueryError(
                 "rejected", "submit exactly one SQL statement" if statements else "empty SQL"
             )
-        whole, sql_text = sql_text, statements[0]
-        word = first_keyword(sql_text)
+        # Outside its one statement, the text holds only whitespace, comments and semicolons:
+        # its tokens give the statement's first word and parenthesis depths.
+        word = first_keyword(statements[0]) if tokens is None else _first_word(sql_text, tokens)
         if word in _COMMANDS:
             raise QueryError(
                 "rejected", f"only read-only single SELECT statements are allowed (got {word})"
             )
-        lowest, final = paren_depths_fast(sql_text, tokens if sql_text == whole else None)
+        lowest, final = paren_depths_fast(sql_text, tokens)
+        sql_text = statements[0]
         if lowest < 0 or final != 0:
             raise QueryError("syntax", "unbalanced parentheses in the SQL text")
         for attempt in range(2):
@@ -579,14 +624,15 @@ class PostgresEngine:
     def _run(self, connection: _Connection, sql_text: str, limits: Limits) -> QueryResult:
         """One verification in one round trip: a libpq pipeline of extended-protocol messages.
 
-        ``BEGIN READ ONLY``, ``DECLARE ... CURSOR FOR <wrapped query>``, ``FETCH`` (rows in
-        single-row mode, each measured as it arrives), the reset (advisory locks released, a
-        fresh random seed), ``ROLLBACK`` and one sync point, all written at once. Every message
-        is its own extended-protocol statement, so the server still parses the submission as
-        exactly one statement; an error skips the rest of the segment (the transaction stays
-        open and failed: :meth:`_reset` then rolls back and resets in a round trip of its own).
-        Results are read with the GIL released while waiting (``poll``), up to the time limit
-        plus :func:`_grace_s`.
+        ``BEGIN READ ONLY``, the wrapped query (``LIMIT max_rows + 1``; rows in single-row
+        mode, each measured as it arrives), the reset (advisory locks released, a fresh random
+        seed), ``ROLLBACK`` and one sync point, all written at once; the engine's own three are
+        prepared statements of the connection. Every message is its own extended-protocol
+        statement, so the server still parses the submission as exactly one statement; an
+        error skips the rest of the segment (the transaction stays open and failed:
+        :meth:`_reset` then rolls back and resets in a round trip of its own). Results are read
+        with the GIL released while waiting (``poll``), up to the time limit plus
+        :func:`_grace_s`.
         """
         start = time.monotonic()
         deadline = start + limits.timeout_s
@@ -594,13 +640,15 @@ class PostgresEngine:
         # the connection is dropped and the query fails with ``timeout``.
         stop = deadline + _grace_s(limits.timeout_s)
         budget_ms = max(1, int(limits.timeout_s * 1000))
-        encoding = connection.info.encoding
+        encoding = connection._encoding
+        if encoding is None:
+            encoding = connection._encoding = connection.info.encoding
+        cap = int(limits.max_result_bytes)
         try:
-            declare = (
-                _DECLARE
-                + _WRAP_HEAD
+            query = (
+                _WRAP_HEAD
                 + sql_text
-                + _WRAP_TAIL.format(cap=int(limits.max_result_bytes), marker=_ROW_MARKER)
+                + _WRAP_TAIL.format(cap=cap, marker=_ROW_MARKER, limit=limits.max_rows + 1)
             ).encode(encoding)
         except UnicodeEncodeError as error:
             raise QueryError("syntax", f"the SQL text cannot be encoded: {error.reason}") from None
@@ -623,63 +671,69 @@ class PostgresEngine:
             return pgconn.get_result()
 
         pgconn.enter_pipeline_mode()
-        send = pgconn.send_query_params
         if connection._budget_ms != budget_ms:
-            # Session settings (once per connection), in a segment of their own before BEGIN
-            # (so the rollback keeps them), confirmed before the query is sent: a query never
-            # runs without its limits.
+            # Session settings (and, once per connection, the engine's prepared statements), in
+            # a segment of their own before BEGIN (so the rollback keeps them), confirmed
+            # before the query is sent: a query never runs without its limits.
             connection._budget_ms = None
+            messages = 0
+            if not connection._own_statements:
+                for name, command in _PREPARED:
+                    pgconn.send_prepare(name, command)
+                messages += len(_PREPARED)
             for setting in _SETTINGS:
-                send(setting.format(ms=budget_ms, idle_ms=budget_ms + 10_000).encode(), None)
+                pgconn.send_query_params(
+                    setting.format(ms=budget_ms, idle_ms=budget_ms + 10_000).encode(), None
+                )
+            messages += len(_SETTINGS)
             pgconn.pipeline_sync()
             ok = True
-            for _setting in _SETTINGS:
+            for _message in range(messages):
                 res = result()
                 ok = ok and res is not None and res.status == pq.ExecStatus.COMMAND_OK
                 result()
             if not (result().status == _SYNC and ok):
                 connection.close()
                 raise QueryError("engine", "the PostgreSQL session refused the query limits")
+            connection._own_statements = True
             connection._budget_ms = budget_ms
-        send(_BEGIN.encode(), None)
-        send(declare, None)
-        send(f"FETCH FORWARD {limits.max_rows + 1} FROM {_CURSOR}".encode(), None)
+        pgconn.send_query_prepared(_BEGIN_NAME, None)
+        pgconn.send_query_params(query, None)
         # The reset inside the transaction (neither advisory locks nor the seed are
         # transactional), then the rollback: one segment. An error skips the rest of the
         # segment; then _reset repeats both in a round trip of their own.
-        send(_RESET.format(seed=connection.next_seed()).encode(), None)
-        send(b"ROLLBACK", None)
+        pgconn.send_query_prepared(_RESET_NAME, [repr(connection.next_seed()).encode()])
+        pgconn.send_query_prepared(_ROLLBACK_NAME, None)
         pgconn.pipeline_sync()
         failure: psycopg.Error | None = None
-        for _statement in range(2):  # BEGIN, DECLARE
-            res = result()
-            result()  # the NULL that ends the statement's results
-            if failure is None and res is not None and res.status == _FATAL:
-                failure = errors.error_from_result(res, encoding=encoding)
-        if failure is None:
-            if time.monotonic() >= deadline:
-                connection.close()  # the FETCH is under way: drop it with the connection
-                raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+        res = result()  # BEGIN
+        result()  # the NULL that ends its results
+        if res is not None and res.status == _FATAL:
+            failure = errors.error_from_result(res, encoding=encoding)
+        else:
+            # Rows arrive one at a time: the unit held in memory before it is measured is one
+            # row, which the server-side guard caps.
             pgconn.set_single_row_mode()
         rows: list[tuple] = []
         columns: tuple[str, ...] = ()
         size = 0
         transformer = Transformer(connection)
-        first = True
+        flat: bool | None = None
+        getsizeof = sys.getsizeof
         while (res := result()) is not None:
             status = res.status
             if status == _ROW:
-                transformer.set_pgresult(res, set_loaders=first)
-                first = False
+                transformer.set_pgresult(res, set_loaders=flat is None)
                 row = transformer.load_row(0, tuple)
+                if flat is None:
+                    flat = _flat_result(res)
                 rows.append(row)
-                size += _row_bytes(row)
-                if size > limits.max_result_bytes:
+                # (for a flat row, _flat_row_bytes inline)
+                size += getsizeof(row) + sum(map(getsizeof, row)) if flat else _row_bytes(row)
+                if size > cap:
                     # Drop the connection rather than drain the rest of the result.
                     connection.close()
-                    raise QueryError(
-                        "too_large", f"the result is larger than {_mib(limits.max_result_bytes)}"
-                    )
+                    raise QueryError("too_large", f"the result is larger than {_mib(cap)}")
             elif status == _TUPLES:
                 # The end of the rows (in single-row mode, none), with the column names.
                 columns = tuple((res.fname(i) or b"").decode(encoding) for i in range(res.nfields))
@@ -998,6 +1052,34 @@ def _row_bytes(row: tuple) -> int:
     return total
 
 
+# Types whose values psycopg loads as scalars (numbers, text, bytes, dates and times, UUIDs,
+# booleans): a row of only these holds no nested container, so its size is the tuple's plus
+# each value's (_flat_row_bytes), without _row_bytes's walk.
+_FLAT_TYPES = frozenset(
+    postgres.types[name].oid
+    for name in (
+        "bool", "bytea", "name", "int2", "int4", "int8", "oid", "text", "varchar",
+        "bpchar", "float4", "float8", "numeric", "date", "time", "timetz", "timestamp",
+        "timestamptz", "interval", "uuid",
+    )
+)  # fmt: skip
+
+
+def _flat_result(result: pq.abc.PGresult) -> bool:
+    """Whether every column of ``result`` loads as a scalar (see ``_FLAT_TYPES``)."""
+    return _FLAT_TYPES.issuperset(map(result.ftype, range(result.nfields)))
+
+
+def _flat_row_bytes(row: tuple) -> int:
+    """:func:`_row_bytes` of a row without nested values (lists, tuples, dicts), in one pass.
+
+    >>> row = (1, "x" * 1000, None, 2.5)
+    >>> _flat_row_bytes(row) == _row_bytes(row)
+    True
+    """
+    return sys.getsizeof(row) + sum(map(sys.getsizeof, row))
+
+
 def _mib(size: int) -> str:
     return f"{size / 2**20:g} MiB"
 
@@ -1023,6 +1105,7 @@ def _drop_database(admin: psycopg.Connection, name: str) -> None:
         )
 
 
+_IDLE = pq.TransactionStatus.IDLE
 _SIMPLE_OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
 _FATAL = pq.ExecStatus.FATAL_ERROR
 _ROW = pq.ExecStatus.SINGLE_TUPLE
@@ -1080,13 +1163,13 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
             "rejected", f"only read-only single SELECT statements are allowed ({message})"
         )
     if isinstance(error, errors.SyntaxError):
-        # DECLARE ... CURSOR FOR admits queries only: another command fails on its first word.
+        # The wrapper's subquery admits queries only: another command fails on its first word.
         position = diag.statement_position if diag is not None else None
         offset = _LEADING_NOISE.match(sql_text).end()
         first_word = sql_text[offset:].split(None, 1)[0].upper() if sql_text[offset:] else ""
         if (
             position is not None
-            and int(position) == len(_DECLARE) + len(_WRAP_HEAD) + offset + 1
+            and int(position) == len(_WRAP_HEAD) + offset + 1
             and first_word in _COMMANDS
         ):
             return QueryError(
