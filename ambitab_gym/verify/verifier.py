@@ -438,7 +438,9 @@ class Verifier:
         verdict = self._memo.get(key) if key is not None else None  # type: ignore[arg-type]
         if verdict is not None:
             stats.memo_hits += 1
-            verdict = replace(verdict, elapsed_s=time.perf_counter() - start)
+            verdict = Verdict(
+                verdict.success, verdict.reason, verdict.detail, time.perf_counter() - start
+            )
         else:
             verdict = self._verify(record, sql, start)
             if key is not None and verdict.reason in _MEMO_REASONS and not is_write_task(record):
