@@ -13,33 +13,34 @@ per LLM call and the ceiling one core allows). This executor spreads the episode
 
 How it runs. The driver builds the plan as for a local run (its ``prepare`` step included) and
 cuts the pending units into chunks (:func:`~ambitab_gym.evaluation.chunks.work_chunks`: condition
-x seed x at most ``chunk`` records), as the Ray executor does. It starts ``workers`` processes
-(the ``spawn`` start method: nothing of the driver's state is inherited, and no lock held by a
-driver thread can be copied into a child) and hands each the plan as bytes
-(:func:`~ambitab_gym.evaluation.chunks.dumps_plan`; each worker plugs in copies of the LLM
-clients, opens its own engines and connection pools). The concurrency C is split across the
+x seed x at most ``chunk`` records), as the Ray executor does. It starts ``workers`` fresh
+interpreters (not multiprocessing's ``spawn``, which re-imports the caller's ``__main__``; no
+lock held by a driver thread is copied into a child as ``fork`` would) and hands each the plan
+as bytes (:func:`~ambitab_gym.evaluation.chunks.dumps_plan`; each worker plugs in copies of the
+LLM clients, opens its own engines and connection pools). The concurrency C is split across the
 workers: each keeps C / workers episodes in flight on its own loop
 (:func:`~ambitab_gym.evaluation.engine.run_units` fed from a queue), and the driver keeps every
-worker supplied with chunks ahead of its slots, so no worker drains between chunks. A chunk's
-rows come back when its last episode is done; the driver stores them as they arrive, so the
-progress bar, the store, resume and ``--retry-errors`` are those of a local run.
+worker supplied with chunks (as record ids: the worker has the plan's records) ahead of its
+slots, so no worker drains between chunks. Finished rows come back as episodes finish (one
+message per pass of the worker's loop); the driver stores them as they arrive, so the progress
+bar, the store, resume and ``--retry-errors`` are those of a local run.
 
-Faults. A worker process that dies (killed, out of memory) is replaced, and the chunks it held
-are run again from the start on the next free worker: their rows had not been returned, so
+Faults. A worker process that dies (killed, out of memory) is replaced, and the units it had not
+returned are run again from the start on the new worker: their rows had not been returned, so
 nothing is stored twice (at most :attr:`ProcessExecutor.max_restarts` replacements per run,
 then :class:`ProcessWorkerError`). An exception raised inside a worker (not an episode's
 failure, which is recorded on its row) stops the run with :class:`ProcessWorkerError`. A driver
 that stops (an exception, Ctrl-C, an abort after server errors) ends its workers; rows returned
 before are stored, and rerunning the campaign resumes with the episodes the store lacks.
 
-LLM usage. Each finished chunk carries the calls the worker's clients made since its previous
-report; the driver adds them to the campaign's clients
+LLM usage. Each message of rows carries the calls the worker's clients made since its previous
+one; the driver adds them to the campaign's clients
 (:meth:`~ambitab_gym.llm.LLMClient.absorb_usage`), so the calls printed per role are those of a
-local run (those made for the chunks of a dead worker since its last report are not counted).
+local run (those of episodes lost with a dead worker are not counted).
 
-Workers outlive a run: the next campaign run with the same executor and concurrency reuses them
-(no processes to start, each imports the package once: about a second here); :meth:`close`
-(or leaving ``with ProcessExecutor(...)``) ends them.
+Workers outlive a run: the next campaign run with the same executor reuses them (no processes to
+start; each imports the package once, about a second here); :meth:`close` (or leaving
+``with ProcessExecutor(...)``) ends them, and so does dropping the executor.
 """
 
 from __future__ import annotations
@@ -99,8 +100,8 @@ def _serve(tasks: Connection, results: Connection) -> None:
     """A worker process's main: runs one campaign run after another until told to stop.
 
     Messages in: ``("run", key, plan bytes, clients, concurrency)``, then ``("chunk", id,
-    units)`` any number of times, then ``("end",)``; ``None`` (or the driver gone) ends the
-    process. Out: ``("rows", id, rows, usage)`` per finished chunk, ``("done",)`` per run,
+    [(condition, seed, record id), ...])`` any number of times, then ``("end",)``; ``None`` (or the driver gone) ends the
+    process. Out: ``("rows", rows, usage)`` as episodes finish, ``("done",)`` per run,
     ``("error", text, exception)`` when something raised.
     """
     runner = UnitRunner()
@@ -150,21 +151,20 @@ def _portable(error: BaseException) -> BaseException | None:
 
 def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Connection) -> bool:
     """One run: chunks from ``tasks`` (read on a thread of their own) feed ``concurrency``
-    episode slots on the runner's loop; each chunk's rows go back when its last episode is done.
-    Returns whether the driver went away (then the process ends)."""
+    episode slots on the runner's loop; finished rows go back in one message per loop pass
+    (with the LLM calls made since the previous message). Returns whether the driver went away
+    (then the process ends)."""
     loop = runner.loop
     feed: asyncio.Queue[WorkUnit | None] = asyncio.Queue()
-    owner: dict[tuple[str, int, str], int] = {}  # a unit's key -> its chunk
-    remaining: dict[int, int] = {}
-    rows: dict[int, list[dict]] = {}
+    outbox: list[dict] = []
     gone = [False]
     baseline = [runner.usage()]
+    assert runner.plan is not None
+    records = {record.id: record for record in runner.plan.records}
 
-    def accept(chunk: int, units: list[WorkUnit]) -> None:
-        remaining[chunk], rows[chunk] = len(units), []
-        for unit in units:
-            owner[(unit.condition, unit.seed, unit.record.id)] = chunk
-            feed.put_nowait(unit)
+    def accept(keys: list[tuple[str, int, str]]) -> None:
+        for condition, seed, record in keys:
+            feed.put_nowait(WorkUnit(condition, seed, records[record]))
 
     def finish() -> None:
         while gone[0] and not feed.empty():  # the driver is gone: nobody takes more rows
@@ -179,26 +179,30 @@ def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Conne
                 if message is None or message[0] == "end":
                     gone[0] = message is None
                     break
-                loop.call_soon_threadsafe(accept, message[1], message[2])
+                loop.call_soon_threadsafe(accept, message[2])
         except (EOFError, OSError):
             gone[0] = True
         loop.call_soon_threadsafe(finish)
 
-    def on_row(row: dict) -> None:
-        chunk = owner.pop((row["condition"], row["seed"], row["record_id"]))
-        rows[chunk].append(row)
-        remaining[chunk] -= 1
-        if remaining[chunk]:
+    def flush() -> None:
+        if not outbox:
             return
-        del remaining[chunk]
+        batch = outbox.copy()
+        outbox.clear()
         now = runner.usage()
         usage = [usage_since(before, after) for before, after in zip(baseline[0], now, strict=True)]
         baseline[0] = now
-        results.send(("rows", chunk, rows.pop(chunk), usage))
+        results.send(("rows", batch, usage))
+
+    def on_row(row: dict) -> None:
+        if not outbox:
+            loop.call_soon(flush)  # the rows of this loop pass go together
+        outbox.append(row)
 
     reader = threading.Thread(target=receive, name="ambitab-chunk-reader", daemon=True)
     reader.start()
     runner.run(feed, concurrency, on_row)
+    flush()  # rows of the last pass
     reader.join()
     return gone[0]
 
@@ -214,11 +218,11 @@ class _Handle:
     tasks: Connection
     results: Connection
     share: int
-    held: dict[int, list[WorkUnit]] = field(default_factory=dict)
+    #: chunk -> its units not returned yet, by key
+    held: dict[int, dict[tuple[str, int, str], WorkUnit]] = field(default_factory=dict)
+    #: a unit's key -> its chunk, for every unit handed over and not returned
+    owner: dict[tuple[str, int, str], int] = field(default_factory=dict)
     key: tuple | None = None
-
-    def outstanding(self) -> int:
-        return sum(len(units) for units in self.held.values())
 
 
 def _end(handles: list[_Handle]) -> None:
@@ -368,24 +372,27 @@ class ProcessExecutor:
 
     def _supply(self, handle: _Handle, todo: deque, chunk: int) -> None:
         # enough queued beyond the worker's slots that none waits for the next chunk
-        while todo and handle.outstanding() < handle.share + 2 * chunk:
+        while todo and len(handle.owner) < handle.share + max(2 * chunk, handle.share // 2):
             number, units = todo.popleft()
-            handle.held[number] = units
-            handle.tasks.send(("chunk", number, units))
+            keys = [(u.condition, u.seed, u.record.id) for u in units]
+            handle.held[number] = dict(zip(keys, units, strict=True))
+            handle.owner.update(dict.fromkeys(keys, number))
+            handle.tasks.send(("chunk", number, keys))  # the worker has the plan's records
 
     def _replace(
         self, handle: _Handle, todo: deque, key: tuple, data: bytes, clients: list
     ) -> None:
-        """A worker died: its chunks go back to the front of the queue, a new one takes its
-        place."""
+        """A worker died: the units it had not returned go back to the front of the queue (as
+        their chunks), a new worker takes its place."""
         self.restarts += 1
         if self.restarts > self.max_restarts:
             raise ProcessWorkerError(
                 f"campaign worker processes died {self.restarts} times (exit code "
                 f"{handle.process.poll()}); see the machine's memory and logs"
             )
-        todo.extendleft(reversed(list(handle.held.items())))
+        todo.extendleft(reversed([(n, list(units.values())) for n, units in handle.held.items()]))
         handle.held.clear()
+        handle.owner.clear()
         _end([handle])
         index = self._handles.index(handle)
         self._handles[index] = self._spawn(handle.share)
@@ -393,13 +400,18 @@ class ProcessExecutor:
 
     def _take(self, handle: _Handle, message: tuple, clients: list[LLMClient],
               on_row: Callable[[dict], None]) -> None:  # fmt: skip
-        """A finished chunk: its calls to the campaign's clients, its rows to ``on_row``."""
-        _, number, rows, usage = message
-        handle.held.pop(number)
-        self.units += 1
+        """Finished episodes: their calls to the campaign's clients, their rows to ``on_row``."""
+        _, rows, usage = message
         for client, calls in zip(clients, usage, strict=True):
             client.absorb_usage(calls)  # the campaign's totals, as in a local run
         for row in rows:
+            key = (row["condition"], row["seed"], row["record_id"])
+            number = handle.owner.pop(key)
+            units = handle.held[number]
+            del units[key]
+            if not units:
+                del handle.held[number]
+                self.units += 1
             on_row(row)
 
     def _drive(
