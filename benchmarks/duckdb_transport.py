@@ -96,6 +96,59 @@ class FloorWorker:
         self.process.wait(timeout=10)
 
 
+def floor_overhead(corpus, records, rounds: int) -> dict:
+    """The floor of any process worker for ``records`` (one database), side by side with bare.
+
+    Returns ``{"process_floor_overhead_ms", "process_floor_overhead_best_ms", "pingpong_ms"}``
+    per query (medians, and the fastest runs): what running each query in a minimal second
+    process adds to running it in this one.
+    """
+    database = records[0].verification.database
+    source = corpus.database_file(database, "duckdb")
+    folder = Path(tempfile.mkdtemp())
+    copies = {}
+    for name in ("bare", "floor"):  # a file per process: DuckDB wants one config per file
+        copies[name] = str(folder / f"{name}.duckdb")
+        shutil.copy(source, copies[name])
+    sqls = [record.verification.reference_sql for record in records]
+    encoded = [sql.encode() for sql in sqls]
+    bare = duckdb.connect(copies["bare"], read_only=True, config={"threads": 1})
+    floor = FloorWorker(copies["floor"], dict(SANDBOX_CONFIG, memory_limit="512MB", threads=1))
+    walls = {"bare": [[] for _ in sqls], "floor": [[] for _ in sqls], "pingpong": [[]]}
+    try:
+        for i in range(len(sqls)):  # warm
+            bare.execute(sqls[i]).fetchall()
+            floor.ask(encoded[i])
+        for round_ in range(rounds):
+            for i in range(len(sqls)):
+                for name in ("bare", "floor") if round_ % 2 == 0 else ("floor", "bare"):
+                    start = time.perf_counter_ns()
+                    if name == "bare":
+                        bare.execute(sqls[i]).fetchall()
+                    else:
+                        floor.ask(encoded[i])
+                    walls[name][i].append(time.perf_counter_ns() - start)
+                start = time.perf_counter_ns()
+                floor.ask(b"")
+                walls["pingpong"][0].append(time.perf_counter_ns() - start)
+    finally:
+        floor.close()
+        bare.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    n = len(sqls)
+
+    def total(name: str, pick) -> float:
+        return sum(map(pick, walls[name])) / n / 1e6
+
+    return {
+        "process_floor_overhead_ms": round(
+            total("floor", statistics.median) - total("bare", statistics.median), 3
+        ),
+        "process_floor_overhead_best_ms": round(total("floor", min) - total("bare", min), 3),
+        "pingpong_ms": round(statistics.median(walls["pingpong"][0]) / 1e6, 3),
+    }
+
+
 def _schedstat_ns(pid: int) -> int:
     with open(f"/proc/{pid}/task/{pid}/schedstat") as handle:
         return int(handle.read().split()[0])

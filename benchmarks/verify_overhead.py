@@ -38,6 +38,7 @@ verify / bare. With ``--hostile``: ``{"<engine>/<case>": {"stop_s", "reason", "b
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sqlite3
 import statistics
@@ -149,9 +150,24 @@ def _duckdb(n: int, repeats: int) -> dict:
 
     verifier = Verifier(corpus.open_engine)
     try:
-        return _measure(records, bare, verifier, repeats)
+        figures = _measure(records, bare, verifier, repeats)
     finally:
         verifier.close()
+    # The floor of any process worker (the same queries in a minimal second process, no checks,
+    # no result crossing the pipe), measured side by side with bare: benchmarks/duckdb_transport.py.
+    spec = importlib.util.spec_from_file_location(
+        "ambitab_benchmark_duckdb_transport", Path(__file__).with_name("duckdb_transport.py")
+    )
+    transport = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(transport)
+    floor = transport.floor_overhead(corpus, records, repeats)
+    print(
+        f"duckdb floor: a minimal worker process adds {floor['process_floor_overhead_ms']:.3f} "
+        f"ms/query (best {floor['process_floor_overhead_best_ms']:.3f}; an empty round trip "
+        f"{floor['pingpong_ms']:.3f} ms); verify adds {figures['overhead_ms']:.3f}",
+        file=sys.stderr,
+    )
+    return figures | floor
 
 
 WRITE_SQL = [

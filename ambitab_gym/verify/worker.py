@@ -761,13 +761,28 @@ def _duckdb_classify(duckdb, error: BaseException, watchdog: Watchdog, timeout_s
 
 
 class _DuckDBSession:
-    """The worker's DuckDB database; every query runs on a fresh cursor (no session state)."""
+    """The worker's DuckDB database; every query runs on a fresh cursor (no session state).
+
+    The cursor a query used is closed, and the next query's fresh one opened, in :meth:`tidy`,
+    which the worker calls after the reply is sent: the parent is not kept waiting for them.
+    """
 
     def __init__(self, duckdb, path: str, config: dict) -> None:
         self.duckdb = duckdb
         self.connection = duckdb.connect(path, read_only=True, config=config)
         self._cursor = None
+        self._spent = None  # the last query's cursor, until tidy() closes it
+        self._fresh = self.connection.cursor()  # nothing ever ran on it
         self.watchdog = Watchdog(self._interrupt)
+
+    def tidy(self) -> None:
+        """Close the last query's cursor and open the next one (after the reply left)."""
+        spent, self._spent = self._spent, None
+        if spent is not None:
+            with contextlib.suppress(Exception):
+                spent.close()
+        if self._fresh is None:
+            self._fresh = self.connection.cursor()
 
     def _interrupt(self) -> None:
         cursor = self._cursor
@@ -799,7 +814,8 @@ class _DuckDBSession:
             )
         # A fresh cursor is a fresh client context: nothing a query sets (setseed, variables,
         # prepared statements) reaches the next one; the database settings stay locked.
-        cursor = self.connection.cursor()
+        self.tidy()  # a no-op after the worker's own tidy()
+        cursor, self._fresh = self._fresh, None
         try:
             self._cursor = cursor
             with watchdog.job(timeout_s):
@@ -813,8 +829,7 @@ class _DuckDBSession:
             return _duckdb_classify(duckdb, error, watchdog, timeout_s)
         finally:
             self._cursor = None
-            with contextlib.suppress(Exception):
-                cursor.close()
+            self._spent = cursor  # closed by tidy(), once the reply is on its way
 
     @staticmethod
     def _fetch(cursor, columns: tuple, max_rows: int, max_bytes: int) -> tuple:
@@ -841,6 +856,7 @@ class _DuckDBSession:
 
     def close(self) -> None:
         self.watchdog.stop()
+        self.tidy()
         self.connection.close()
 
 
@@ -1655,6 +1671,7 @@ def serve(request_fd: int, response_fd: int) -> int:
     _limit_address_space(headroom_mb)
     responses.send_bytes(pickle.dumps(("ready", version)))
     reader = MessageReader(request_fd)
+    tidy = getattr(session, "tidy", None)  # work that can wait until the reply was sent
     while True:
         try:
             request = pickle.loads(reader.read(2**31))
@@ -1677,8 +1694,11 @@ def serve(request_fd: int, response_fd: int) -> int:
             payload = pickle.dumps(_error("runtime", f"the result cannot be returned ({error})"))
         if reply[0] == "ok" and len(payload) > max_bytes:
             payload = pickle.dumps(_too_large(max_bytes))
-        del reply
         write_message(response_fd, payload)
+        del reply, payload  # the result's objects are freed while the parent reads it
+        if tidy is not None:
+            with contextlib.suppress(Exception):  # the next query's run() tidies up again
+                tidy()
         if getattr(session, "retire", False):
             break  # the parent starts a fresh worker for the next request
     session.close()
