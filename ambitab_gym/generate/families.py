@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -212,9 +212,10 @@ def _memoized(
     memo = db.memo
     slot = memo.get((key, order), _MISSING)
     if slot is _MISSING:
-        built = build()
-        assert len(built.readings) == len(order)  # every family has two readings
-        slot = replace(built, readings=tuple(built.readings[i] for i in order))
+        b = build()
+        assert len(b.readings) == len(order)  # every family has two readings
+        readings = tuple(b.readings[i] for i in order)
+        slot = Slot(b.family, b.id, b.term, b.kind, readings, b.phrase, b.aliases)
         memo[(key, order)] = slot
     return slot  # type: ignore[return-value]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import operator
 import time
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
@@ -56,6 +57,7 @@ _SKELETONS = ("total", "average", "count", "ranking")
 _MAX_TRIES = 200
 #: A ranking's probe returns this many rows: more than any limit a reading sets (at most 10).
 _RANK_PROBE = 11
+_SUM = operator.itemgetter(1)  # a probe row's sum
 _DATA_NOTE = f"The data runs until {LAST_DAY.day} June {LAST_DAY.year}."
 # the fields a validated record marks as set (the fast path marks the same ones)
 _SPEC_FIELDS = {"request", "database", "schema_text", "column_meanings", "external_knowledge"}
@@ -748,13 +750,9 @@ class TaskGenerator:
             rows = db.connection.execute(
                 f"SELECT c.name, {columns} {source}{where} GROUP BY c.{d.entity_id}"
             ).fetchall()
-            for offset, (probe, _) in enumerate(members):
-                column = 1 + offset
-                ranked = sorted(
-                    ((row[0], row[column]) for row in rows if row[column] is not None),
-                    key=lambda row: row[1],
-                    reverse=True,
-                )
+            for column, (probe, _) in enumerate(members, 1):
+                ranked = [(row[0], row[column]) for row in rows if row[column] is not None]
+                ranked.sort(key=_SUM, reverse=True)  # stable, as sorted() is
                 db.remember_result(probe, ranked[:_RANK_PROBE])
 
     def _ranking_key(
