@@ -166,7 +166,9 @@ class VerifierStats:
             reused a run).
         wall_s: wall-clock seconds inside :meth:`Verifier.verify`.
         cpu_s: CPU seconds of the calling thread inside :meth:`Verifier.verify` (time a worker
-            process spends is not in it; time waiting for another thread's GIL is not either).
+            process spends is not in it; time waiting for another thread's GIL is not either);
+            counted by a ``memo=True`` (campaign) verifier only: reading a thread's CPU clock is
+            a system call, about a microsecond, which a stand-alone verifier does not pay.
 
     >>> stats = VerifierStats()
     >>> stats.verifications, stats.memo_hits
@@ -431,10 +433,11 @@ class Verifier:
     def verify(self, record: TaskRecord, sql: str | None) -> Verdict:
         """Verify a submission. Never raises: every failure is a :class:`Verdict`."""
         start = time.perf_counter()
-        cpu = time.thread_time()
+        memo = self.memo
+        cpu = time.thread_time() if memo else 0.0  # a system call: campaign verifiers only
         stats = self.stats
         stats.verifications += 1
-        key = (record.id, sql) if self.memo and isinstance(sql, str) else None
+        key = (record.id, sql) if memo and isinstance(sql, str) else None
         verdict = self._memo.get(key) if key is not None else None  # type: ignore[arg-type]
         if verdict is not None:
             stats.memo_hits += 1
@@ -446,7 +449,8 @@ class Verifier:
             if key is not None and verdict.reason in _MEMO_REASONS and not is_write_task(record):
                 self._remember(key, verdict)  # type: ignore[arg-type]
         stats.wall_s += time.perf_counter() - start
-        stats.cpu_s += time.thread_time() - cpu
+        if memo:
+            stats.cpu_s += time.thread_time() - cpu
         return verdict
 
     def _remember(self, key: tuple[str, str], verdict: Verdict) -> None:
@@ -476,28 +480,38 @@ class Verifier:
             sql = upstream_sql([sql])[0]
             if not sql.strip():
                 return Verdict(False, "no_sql", "the submission holds only comments")
-        spec = record.verification
-        run_key = (spec.engine, spec.database, sql)
-        rows = (
-            self._runs.get(run_key)
-            if self.memo and len(sql) <= self.limits.max_sql_length
-            else None
-        )
+        rows = None
+        if self.memo:
+            spec = record.verification
+            run_key = (spec.engine, spec.database, sql)
+            if len(sql) <= self.limits.max_sql_length:
+                rows = self._runs.get(run_key)
         if rows is not None:  # the same text ran before on this database: the same rows
             self.stats.reused_runs += 1
         else:
+            self.stats.executions += 1
             try:
-                self.stats.executions += 1
-                began = time.perf_counter()
-                rows = self.execute(record, sql).rows
-                self._keep_run(run_key, rows, time.perf_counter() - began)
+                if self.memo:
+                    began = time.perf_counter()
+                    rows = self.execute(record, sql).rows
+                    self._keep_run(run_key, rows, time.perf_counter() - began)
+                else:
+                    rows = self.execute(record, sql).rows
             except QueryError as error:
                 return Verdict(False, error.category, error.message, time.perf_counter() - start)
             except Exception as error:  # never escape into the env loop
                 detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
                 return Verdict(False, "engine", detail, time.perf_counter() - start)
         try:
-            ok = self._compare(record, rows, reference, conditions)
+            if conditions is not None:
+                ok = self._upstream_match(record, rows, reference.rows, conditions)
+            else:
+                ok = results_match(
+                    rows,
+                    reference.prepared or reference.rows,
+                    record.verification.compare,
+                    reference_normalized=True,
+                )
         except Exception as error:  # a value the comparison cannot handle: never escape
             detail = f"the result cannot be compared ({type(error).__name__}: {error})"
             return Verdict(False, "runtime", detail, time.perf_counter() - start)
@@ -509,20 +523,6 @@ class Verifier:
             "mismatch",
             f"the result ({len(rows)} rows) does not answer the request as intended",
             elapsed,
-        )
-
-    def _compare(
-        self, record: TaskRecord, rows: list, reference: _Reference, conditions: dict | None
-    ) -> bool:
-        """Whether a submission's rows match the reference (upstream's rules or the plain ones)."""
-        assert reference.rows is not None
-        if conditions is not None:
-            return self._upstream_match(record, rows, reference.rows, conditions)
-        return results_match(
-            rows,
-            reference.prepared or reference.rows,
-            record.verification.compare,
-            reference_normalized=True,
         )
 
     def _upstream_match(
