@@ -135,3 +135,23 @@ def test_memoized_slots_equal_slots_built_afresh(family):
         assert fresh == first
         if first is not None:
             assert [r.effect for r in fresh.readings] == [r.effect for r in first.readings]
+
+
+def test_percentiles_computed_at_once_equal_each_computed_alone():
+    pool = DatabasePool()
+    checked = 0
+    for domain in ("retail", "library", "hospital", "sports", "university", "flights"):
+        db = pool.get(domain, 1)
+        d = db.domain
+        for sql in (
+            f"SELECT {d.size_column} FROM {d.event_table}",
+            f"SELECT COUNT(*) FROM {d.event_table} GROUP BY {d.entity_id}",
+            f"SELECT {d.item_value_column} FROM {d.item_table}",
+        ):
+            values = [row[0] for row in db.connection.execute(sql).fetchall()]
+            for i in range(101):
+                q = round(i / 100, 2)
+                alone = float(np.quantile(values, q, method="lower"))
+                assert db.quantile(sql, q) == alone, (sql, q)
+                checked += 1
+    assert checked == 6 * 3 * 101

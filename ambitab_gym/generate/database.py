@@ -75,6 +75,9 @@ _UNIQUE_CITIES = (
     "Madison, Wisconsin",
 )
 _RESULT_CACHE = 4096
+#: the quantiles :meth:`GeneratedDatabase.quantile` computes at once: every percentile, as
+#: ``round(q, 2)`` keys them
+_QUANTILE_GRID = tuple(round(i / 100, 2) for i in range(101))
 #: Pairs of cities that share a name: the ambiguous values of the value-choice family.
 SHARED_NAME_CITIES = (
     ("Portland", "Portland, Oregon", "Portland, Maine"),
@@ -126,9 +129,12 @@ class GeneratedDatabase:
     fingerprints: OrderedDict[tuple[str, bool], frozenset | None] = field(
         default_factory=OrderedDict, repr=False
     )
-    #: what depends on the database alone, by key: the family builders' slots by drawn
-    #: parameters (``families._memoized``), the column meanings records carry
+    #: what depends on the database alone, by key (the column meanings records carry, the
+    #: ids a knowledge subquery returns)
     memo: dict = field(default_factory=dict, repr=False)
+    #: the family builders' slots by their drawn values (``families._memoized``): a slot is a
+    #: function of the domain and those values, so a pool shares one dict per domain
+    slots: dict = field(default_factory=dict, repr=False)
     _script: str | None = field(default=None, repr=False)
 
     @property
@@ -208,9 +214,15 @@ class GeneratedDatabase:
         value = self.quantiles.get(key)
         if value is None:
             values = [row[0] for row in self.execute(sql)]
-            value = float(np.quantile(values, key[1], method="lower"))
-            if len(self.quantiles) < _RESULT_CACHE:
-                self.quantiles[key] = value
+            if len(self.quantiles) + len(_QUANTILE_GRID) <= _RESULT_CACHE:
+                # every percentile of the query at once, in one call: each element is what
+                # np.quantile computes for that q alone (tests/test_generate_fastpaths.py)
+                grid = np.quantile(values, _QUANTILE_GRID, method="lower")
+                for at, point in zip(_QUANTILE_GRID, grid.tolist(), strict=True):
+                    self.quantiles[(sql, at)] = float(point)
+            value = self.quantiles.get(key)
+            if value is None:
+                value = float(np.quantile(values, key[1], method="lower"))
         return value
 
 

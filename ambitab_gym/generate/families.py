@@ -205,11 +205,12 @@ def _memoized(
     db: GeneratedDatabase, key: tuple, rng: np.random.Generator, build: Callable[[], Slot]
 ) -> Slot:
     """``build()``'s slot with its readings shuffled by one ``rng.permutation`` draw (the
-    draw :func:`_shuffled` makes), kept in ``db.memo`` by ``key`` and the drawn order: a slot
-    is a pure function of its database, the drawn parameters in ``key`` and the order, so a
-    repeated draw reuses the frozen slot instead of building its readings again."""
+    draw :func:`_shuffled` makes), kept in ``db.slots`` by ``key`` and the drawn order: a slot
+    is a pure function of its domain, the drawn values in ``key`` and the order (``key`` holds
+    every value of the database a slot reads), so a repeated draw reuses the frozen slot
+    instead of building its readings again, on any database of the domain."""
     order = tuple(int(i) for i in rng.permutation(2))
-    memo = db.memo
+    memo = db.slots
     slot = memo.get((key, order), _MISSING)
     if slot is _MISSING:
         b = build()
@@ -483,7 +484,7 @@ def choice(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
             "choice", slug(short), short, "critical", tuple(readings), f" from {short}", aliases
         )
 
-    return _memoized(db, ("choice",), rng, build)
+    return _memoized(db, ("choice", db.shared_city), rng, build)
 
 
 def table(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:

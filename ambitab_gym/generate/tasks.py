@@ -296,6 +296,7 @@ class DatabasePool:
 
     def __init__(self) -> None:
         self._databases: dict[tuple[str, int, int], GeneratedDatabase] = {}
+        self._slots: dict[str, dict] = {}  # one slot memo per domain (``GeneratedDatabase.slots``)
 
     def __len__(self) -> int:
         return len(self._databases)
@@ -308,6 +309,7 @@ class DatabasePool:
             number = list(DOMAINS).index(domain)
             rng = np.random.default_rng([int(database_seed), number, int(index), 7919])
             db = build_database(DOMAINS[domain], int(index), seed=rng)
+            db.slots = self._slots.setdefault(domain, {})
             self._databases[key] = db
         return db
 
