@@ -455,6 +455,7 @@ class LLMClient:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
+        self._hot: tuple[weakref.ref, _LoopState] | None = None
         self._runner: _LoopThread | None = None
         #: the warning given once when requests queue past half the timeout (None: not yet)
         self.queue_hint: str | None = None
@@ -505,7 +506,7 @@ class LLMClient:
         copy opens its own connections on its first call, and counts its own calls and usage
         (accounting is per process)."""
         state = dict(self.__dict__)
-        for name in ("_lock", "_log_lock", "_loops", "_runner", "calls", "_usage"):
+        for name in ("_lock", "_log_lock", "_loops", "_hot", "_runner", "calls", "_usage"):
             state.pop(name, None)
         state["_usage_by_role"] = {}
         state["_history"] = self.calls.maxlen
@@ -519,6 +520,7 @@ class LLMClient:
         self._lock = threading.Lock()
         self._log_lock = threading.Lock()
         self._loops = weakref.WeakKeyDictionary()
+        self._hot = None
         self._runner = None
 
     def on_server(self, base_url: str) -> LLMClient:
@@ -610,6 +612,9 @@ class LLMClient:
 
     def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
+        hot = self._hot  # the loop of the previous call: no weak-dictionary lookup per request
+        if hot is not None and hot[0]() is loop:
+            return hot[1]
         state = self._loops.get(loop)
         if state is None:
             import aiohttp  # noqa: PLC0415 - on the first call: its import builds TLS contexts
@@ -631,6 +636,7 @@ class LLMClient:
             )
             self._loops[loop] = state
             weakref.finalize(loop, _drop_session, session)  # a loop closed without aclose()
+        self._hot = (weakref.ref(loop), state)
         return state
 
     async def _get(self, url: str, timeout: float) -> _Reply:
@@ -661,6 +667,7 @@ class LLMClient:
         """Close the connection pool of the current event loop."""
         loop = asyncio.get_running_loop()
         state = self._loops.pop(loop, None)
+        self._hot = None
         if state is not None:
             await state.session.close()
 
@@ -806,7 +813,9 @@ class LLMClient:
     # -- calls -----------------------------------------------------------------------------------
 
     def _body(self, messages: Sequence[Mapping[str, str]], overrides: Mapping[str, Any]) -> dict:
-        body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+        # the encoder takes dicts as they are (no copy); other mappings become dicts
+        listed = [m if type(m) is dict else dict(m) for m in messages]
+        body: dict[str, Any] = {"model": self.model, "messages": listed}
         chosen = {**self.params, **{k: v for k, v in overrides.items() if v is not None}}
         for key, value in chosen.items():
             if value is not None:
