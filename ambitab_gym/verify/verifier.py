@@ -273,8 +273,9 @@ class Verifier:
         open_engine: returns the engine for ``(engine_kind, database_name)``; engines are cached.
         limits: limits for submitted queries.
         reference_timeout_s: time limit for the (trusted) reference queries.
-        memo: keep verdicts per (record, exact SQL text) and judge a submission of the
-            reference's own text by the reference run (module doc); for campaigns.
+        memo: keep verdicts per (record, exact SQL text) and the rows of each run per
+            (engine, database, exact SQL text), so nothing runs twice (module doc: what is
+            kept, and when); for campaigns, where every seed and condition submits again.
 
     Example:
         >>> from ambitab_gym.corpora import load_corpus
