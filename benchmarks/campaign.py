@@ -259,7 +259,9 @@ def measure(env_id: str = "AmbiTab-Bird-v0", seeds: int = 5, rounds: int = 3) ->
         if stats
         else None,
         # the same for the bare passes: what the machine's load alone takes from a thread
-        "bare_off_cpu_share": round(median(1 - r["needed"][1] / r["needed"][0] for r in rows), 3),
+        "bare_off_cpu_share": round(
+            max(0.0, median(1 - r["needed"][1] / r["needed"][0] for r in rows)), 3
+        ),
         "bare_jobs": last["jobs"],
         "distinct_jobs": last["distinct_jobs"],
         "verifier": {k: round(v, 4) if isinstance(v, float) else v for k, v in stats.items()},
