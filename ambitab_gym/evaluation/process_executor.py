@@ -49,6 +49,7 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -184,6 +185,13 @@ def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Conne
             gone[0] = True
         loop.call_soon_threadsafe(finish)
 
+    def send() -> None:  # on a thread of its own: a full pipe never stalls the event loop
+        while (message := outgoing.get()) is not None:
+            try:
+                results.send(message)
+            except OSError:  # the driver is gone
+                gone[0] = True
+
     def flush() -> None:
         if not outbox:
             return
@@ -192,18 +200,27 @@ def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Conne
         now = runner.usage()
         usage = [usage_since(before, after) for before, after in zip(baseline[0], now, strict=True)]
         baseline[0] = now
-        results.send(("rows", batch, usage))
+        outgoing.put(("rows", batch, usage))
 
     def on_row(row: dict) -> None:
         if not outbox:
             loop.call_soon(flush)  # the rows of this loop pass go together
         outbox.append(row)
 
-    reader = threading.Thread(target=receive, name="ambitab-chunk-reader", daemon=True)
-    reader.start()
-    runner.run(feed, concurrency, on_row)
-    flush()  # rows of the last pass
-    reader.join()
+    outgoing: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
+    threads = [
+        threading.Thread(target=receive, name="ambitab-chunk-reader", daemon=True),
+        threading.Thread(target=send, name="ambitab-row-sender", daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        runner.run(feed, concurrency, on_row)
+        flush()  # rows of the last pass
+    finally:
+        outgoing.put(None)
+        threads[1].join()  # every row handed over before "done" follows
+    threads[0].join()
     return gone[0]
 
 
