@@ -24,6 +24,8 @@ from postgres_cluster import postgres_cluster  # noqa: F401  (the fixture)
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify.base import Limits, QueryError
 from ambitab_gym.verify.postgres import (
+    _CHUNK_SHARE,
+    _MIN_CHUNK_ROW_CAP,
     PostgresEngine,
     _first_word,
     _flat_row_bytes,
@@ -190,6 +192,59 @@ def test_the_result_cap_is_exact_at_the_byte(pair, sql):
     engine, plain = pair
     _, rows = _plain(plain, sql)
     total = sum(_size(row) for row in rows)
+    assert engine.execute(sql, limits=Limits(max_result_bytes=total)).rows == rows
+    with pytest.raises(QueryError) as caught:
+        engine.execute(sql, limits=Limits(max_result_bytes=total - 1))
+    assert caught.value.category == "too_large"
+    assert "the result is larger" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        *EDGE_CASES,
+        "SELECT g, repeat('v', g % 50) AS s, g::float8 / 3 AS f FROM generate_series(1, 1000) g",
+        "SELECT g FROM generate_series(1, 64) g",
+        "SELECT g FROM generate_series(1, 65) g",
+    ],
+)
+def test_chunked_rows_match_single_rows(pair, sql):
+    engine, plain = pair
+    assert engine._chunk_rows > 1
+    chunked = engine.execute(sql)
+    engine._chunk_rows = 1
+    try:
+        single = engine.execute(sql)
+    finally:
+        del engine._chunk_rows  # back to the class's
+    assert chunked.columns == single.columns
+    assert repr(chunked.rows) == repr(single.rows)
+    assert _kinds(chunked.rows) == _kinds(single.rows)
+
+
+def test_a_row_over_the_chunk_guard_but_within_the_cap_comes_back(pair):
+    engine, plain = pair
+    limits = Limits(max_result_bytes=2**22, timeout_s=5.0)  # chunk guard: 4 KiB a row
+    sql = "SELECT g, repeat('w', 100000 * (g % 2)) AS s FROM generate_series(1, 5) g ORDER BY g"
+    pid = _backend_pid(engine)
+    result = engine.execute(sql, limits=limits)
+    assert result.rows == _plain(plain, sql)[1]
+    assert [len(s) for _, s in result.rows] == [100000, 0, 100000, 0, 100000]
+    assert _backend_pid(engine) == pid  # (the second run used the same connection)
+    # A row beyond the cap itself: over the chunk guard, then refused at the cap.
+    with pytest.raises(QueryError) as caught:
+        engine.execute("SELECT repeat('w', 1500000) AS s", limits=Limits(max_result_bytes=2**20))
+    assert caught.value.category == "too_large"
+    assert "the server refused" in caught.value.message
+
+
+def test_the_cap_is_exact_across_chunks(pair):
+    engine, plain = pair
+    sql = "SELECT g, repeat('c', 2000 + g % 7) AS s FROM generate_series(1, 2500) g ORDER BY g"
+    _, rows = _plain(plain, sql)
+    total = sum(_size(row) for row in rows)
+    # (rows come in chunks at this cap)
+    assert total // (engine._chunk_rows * _CHUNK_SHARE) >= _MIN_CHUNK_ROW_CAP
     assert engine.execute(sql, limits=Limits(max_result_bytes=total)).rows == rows
     with pytest.raises(QueryError) as caught:
         engine.execute(sql, limits=Limits(max_result_bytes=total - 1))

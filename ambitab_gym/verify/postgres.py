@@ -39,6 +39,7 @@ import array
 import contextlib
 import functools
 import hashlib
+import itertools
 import os
 import queue
 import re
@@ -119,8 +120,15 @@ _PREPARED = (
     ),
     (_ROLLBACK_NAME, b"ROLLBACK"),
 )
-# Rows arrive one at a time (libpq single-row mode): the unit held in memory before it can be
-# measured is one row, and PostgreSQL caps one row message at 1 GB.
+# Rows arrive in chunks of up to _CHUNK_ROWS rows (libpq's chunked-rows mode) while the
+# server-side guard holds each row to cap // (_CHUNK_ROWS * _CHUNK_SHARE), so one chunk (held
+# twice while it is loaded) is at most 1/_CHUNK_SHARE of the cap before it can be measured; a
+# larger row makes the query run again one row at a time with the guard at the cap (single-row
+# mode), which decides. Below _MIN_CHUNK_ROW_CAP bytes per row (a small cap), rows come singly
+# from the start.
+_CHUNK_ROWS = 64
+_CHUNK_SHARE = 16
+_MIN_CHUNK_ROW_CAP = 4096
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
 # First words of statements that are not queries (PostgreSQL's and other dialects' commands).
 _COMMAND_WORDS = (
@@ -429,6 +437,8 @@ class PostgresEngine:
     """
 
     name = "postgres"
+    #: rows per chunk (``_run``); 1: single-row mode
+    _chunk_rows = _CHUNK_ROWS
 
     def __init__(
         self,
@@ -477,6 +487,8 @@ class PostgresEngine:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._jobs_thread: threading.Thread | None = None
         self._task_slot = WorkerSlot("postgres-task", "", "PostgreSQL")
+        # the wrapper's tail per (row guard, LIMIT)
+        self._tails: dict[tuple[int, int], str] = {}
 
     @staticmethod
     def _conninfo_params(dsn: str, dbname: str | None, connect_timeout_s: float) -> dict:
@@ -621,20 +633,33 @@ class PostgresEngine:
             raise failure
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _run(self, connection: _Connection, sql_text: str, limits: Limits) -> QueryResult:
+    def _run(
+        self,
+        connection: _Connection,
+        sql_text: str,
+        limits: Limits,
+        *,
+        chunk_rows: int | None = None,
+        started: float | None = None,
+    ) -> QueryResult:
         """One verification in one round trip: a libpq pipeline of extended-protocol messages.
 
-        ``BEGIN READ ONLY``, the wrapped query (``LIMIT max_rows + 1``; rows in single-row
-        mode, each measured as it arrives), the reset (advisory locks released, a fresh random
-        seed), ``ROLLBACK`` and one sync point, all written at once; the engine's own three are
-        prepared statements of the connection. Every message is its own extended-protocol
-        statement, so the server still parses the submission as exactly one statement; an
-        error skips the rest of the segment (the transaction stays open and failed:
-        :meth:`_reset` then rolls back and resets in a round trip of its own). Results are read
-        with the GIL released while waiting (``poll``), up to the time limit plus
-        :func:`_grace_s`.
+        ``BEGIN READ ONLY``, the wrapped query (``LIMIT max_rows + 1``), the reset (advisory
+        locks released, a fresh random seed), ``ROLLBACK`` and one sync point, all written at
+        once; the engine's own three are prepared statements of the connection. Every message
+        is its own extended-protocol statement, so the server still parses the submission as
+        exactly one statement; an error skips the rest of the segment (the transaction stays
+        open and failed: :meth:`_reset` then rolls back and resets in a round trip of its own).
+        Results are read with the GIL released while waiting (``poll``), up to the time limit
+        plus :func:`_grace_s` from ``started`` (default: now).
+
+        Rows arrive in chunks of ``chunk_rows`` (default ``_chunk_rows``; libpq's chunked-rows
+        mode) with the server-side guard at ``max_result_bytes // (chunk_rows *
+        _CHUNK_SHARE)`` per row, so a chunk is a small share of the cap (each chunk is measured
+        as it arrives); a row over that guard but possibly within the cap makes the query run
+        again with one row per chunk and the guard at the cap (single-row mode), which decides.
         """
-        start = time.monotonic()
+        start = time.monotonic() if started is None else started
         deadline = start + limits.timeout_s
         # Past this, the query is stuck where no interrupt reaches it (a long built-in call):
         # the connection is dropped and the query fails with ``timeout``.
@@ -644,12 +669,17 @@ class PostgresEngine:
         if encoding is None:
             encoding = connection._encoding = connection.info.encoding
         cap = int(limits.max_result_bytes)
+        chunk = self._chunk_rows if chunk_rows is None else chunk_rows
+        row_cap = cap // (chunk * _CHUNK_SHARE) if chunk > 1 else cap
+        if row_cap < _MIN_CHUNK_ROW_CAP or not _CHUNKED_ROWS:
+            chunk, row_cap = 1, cap
+        tail_key = (row_cap, limits.max_rows + 1)
+        tail = self._tails.get(tail_key)
+        if tail is None:
+            tail = _WRAP_TAIL.format(cap=tail_key[0], marker=_ROW_MARKER, limit=tail_key[1])
+            self._tails[tail_key] = tail
         try:
-            query = (
-                _WRAP_HEAD
-                + sql_text
-                + _WRAP_TAIL.format(cap=cap, marker=_ROW_MARKER, limit=limits.max_rows + 1)
-            ).encode(encoding)
+            query = (_WRAP_HEAD + sql_text + tail).encode(encoding)
         except UnicodeEncodeError as error:
             raise QueryError("syntax", f"the SQL text cannot be encoded: {error.reason}") from None
         pgconn = connection.pgconn
@@ -710,9 +740,11 @@ class PostgresEngine:
         result()  # the NULL that ends its results
         if res is not None and res.status == _FATAL:
             failure = errors.error_from_result(res, encoding=encoding)
+        elif chunk > 1:
+            # The unit held in memory before it is measured: one chunk, of at most chunk_rows
+            # rows that the server-side guard caps at row_cap each.
+            pgconn.set_chunked_rows_mode(chunk)
         else:
-            # Rows arrive one at a time: the unit held in memory before it is measured is one
-            # row, which the server-side guard caps.
             pgconn.set_single_row_mode()
         rows: list[tuple] = []
         columns: tuple[str, ...] = ()
@@ -722,7 +754,22 @@ class PostgresEngine:
         getsizeof = sys.getsizeof
         while (res := result()) is not None:
             status = res.status
-            if status == _ROW:
+            if status == _CHUNK:
+                transformer.set_pgresult(res, set_loaders=flat is None)
+                if flat is None:
+                    flat = _flat_result(res)
+                batch = transformer.load_rows(0, res.ntuples, tuple)
+                rows.extend(batch)
+                # (for flat rows, _flat_row_bytes summed in two passes)
+                size += (
+                    sum(map(getsizeof, batch)) + sum(map(getsizeof, _chain(batch)))
+                    if flat
+                    else sum(map(_row_bytes, batch))
+                )
+                if size > cap:
+                    connection.close()
+                    raise QueryError("too_large", f"the result is larger than {_mib(cap)}")
+            elif status == _ROW:
                 transformer.set_pgresult(res, set_loaders=flat is None)
                 row = transformer.load_row(0, tuple)
                 if flat is None:
@@ -748,6 +795,12 @@ class PostgresEngine:
         pgconn.exit_pipeline_mode()
         connection._reset_done = clean and pgconn.transaction_status == pq.TransactionStatus.IDLE
         if failure is not None:
+            if chunk > 1 and _ROW_MARKER in (failure.diag.message_primary or ""):
+                # A row over cap // chunk: one row at a time, with the guard at the cap.
+                del failure
+                if not self._reset(connection):
+                    raise QueryError("engine", "the PostgreSQL connection failed, try again")
+                return self._run(connection, sql_text, limits, chunk_rows=1, started=start)
             raise failure
         if len(rows) > limits.max_rows:
             raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")
@@ -1105,7 +1158,11 @@ def _drop_database(admin: psycopg.Connection, name: str) -> None:
         )
 
 
+_chain = itertools.chain.from_iterable
 _IDLE = pq.TransactionStatus.IDLE
+_CHUNK = pq.ExecStatus.TUPLES_CHUNK
+# libpq's chunked-rows mode (libpq 17 and later).
+_CHUNKED_ROWS = pq.version() >= 170000
 _SIMPLE_OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
 _FATAL = pq.ExecStatus.FATAL_ERROR
 _ROW = pq.ExecStatus.SINGLE_TUPLE
