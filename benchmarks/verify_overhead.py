@@ -13,6 +13,11 @@ The ``sqlite_worker`` row runs the same SQLite queries through the engine's work
 path a statement outside the in-process fast path takes), to show what a process round trip per
 query would cost.
 
+The ``postgres`` row also carries ``floor_*`` figures (:func:`_postgres_floor`): the same
+queries straight through libpq, alone and with the engine's isolation (row guard, read-only
+transaction, reset), so the part of the overhead that is the isolation itself is visible next
+to the ratio, plus ``cpu_*``: client and server CPU per query of bare and of the engine.
+
 The write rows (``sqlite_write``, ``duckdb_write``, ``postgres_write``) verify a write task
 (``CREATE TABLE ... AS``, ``INSERT``, ``UPDATE``, ``DELETE`` and a test case that counts the
 rows) on the same databases: each verification makes a private scratch copy (SQLite: the file's
@@ -319,11 +324,153 @@ def _postgres(n: int, repeats: int, *, write: bool = False) -> dict | None:
             verifier.close()
             for connection in connections.values():
                 connection.close()
+        figures["postgres"] |= _postgres_floor(records, corpus.name, reader, repeats)
         if write:
             figures["postgres_write"] = _postgres_write(cluster, corpus, reader, repeats)
         return figures
     finally:
         cluster.stop()
+
+
+def _schedstat_s(pid: int) -> float | None:
+    """CPU time a process has run (its main thread), from /proc (None where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as stats:
+            return int(stats.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dict:
+    """The part of the PostgreSQL overhead that is the isolation itself, side by side.
+
+    Per query (medians summed, interleaved rounds), straight through libpq on the engine's own
+    connection (its session settings and prepared statements): ``raw`` (the query alone, one extended-protocol
+    message), ``guarded`` (wrapped in the engine's row guard and ``LIMIT``) and ``isolated``
+    (the engine's whole pipeline: prepared ``BEGIN READ ONLY``, the guarded query in chunked
+    rows, the prepared reset and ``ROLLBACK``), none of them loading rows into Python; and
+    ``PostgresEngine.execute`` (statement guard, pool, rows loaded and measured). Plus CPU per query of the bare psycopg call and of
+    the engine: this thread's and the server backend's (``/proc/<pid>/schedstat``), which a
+    busy machine disturbs less than wall time.
+    """
+    from psycopg import pq
+
+    from ambitab_gym.verify import postgres as engine_module
+
+    limits = Limits()
+    chunk = engine_module._CHUNK_ROWS
+    tail = engine_module._WRAP_TAIL.format(
+        cap=limits.max_result_bytes // (chunk * engine_module._CHUNK_SHARE),
+        marker=engine_module._ROW_MARKER,
+        limit=limits.max_rows + 1,
+    )
+    raws, bares, engines = {}, {}, {}
+    for record in records:
+        db = database_name(corpus_name, record.verification.database)
+        if db not in engines:
+            bares[db] = psycopg.connect(
+                f"{reader} dbname={db}", autocommit=True, prepare_threshold=None
+            )
+            engines[db] = engine_module.PostgresEngine(reader, dbname=db, pool_size=1)
+            engines[db].execute("SELECT 1")  # the session's limits and prepared statements
+            # The engine's own connection (one): the libpq runs use it between its queries.
+            connection = engines[db]._pool.get(5.0)
+            raws[db] = connection.pgconn
+            engines[db]._pool.put(connection)
+
+    def pipeline(pgconn, messages, rows_at: int | None = None) -> None:
+        pgconn.enter_pipeline_mode()
+        for name, params, text in messages:
+            if name:
+                pgconn.send_query_prepared(name, params)
+            else:
+                pgconn.send_query_params(text, None)
+        pgconn.pipeline_sync()
+        for index in range(len(messages)):
+            if index == rows_at:
+                pgconn.set_chunked_rows_mode(chunk)
+            while (result := pgconn.get_result()) is not None:
+                assert result.status != pq.ExecStatus.FATAL_ERROR, result.get_error_message()
+        assert pgconn.get_result().status == pq.ExecStatus.PIPELINE_SYNC
+        pgconn.exit_pipeline_mode()
+
+    def variants(db: str, sql: str) -> dict:
+        pgconn = raws[db]
+        guarded = (engine_module._WRAP_HEAD + sql + tail).encode()
+        seed = [b"0.25"]
+        isolated = [
+            (engine_module._BEGIN_NAME, None, None),
+            (None, None, guarded),
+            (engine_module._RESET_NAME, seed, None),
+            (engine_module._ROLLBACK_NAME, None, None),
+        ]
+        return {
+            "raw": lambda: pipeline(pgconn, [(None, None, sql.encode())], 0),
+            "guarded": lambda: pipeline(pgconn, [(None, None, guarded)], 0),
+            "isolated": lambda: pipeline(pgconn, isolated, 1),
+            "engine": lambda: engines[db].execute(sql),
+            "bare": lambda: bares[db].execute(sql).fetchall(),
+        }
+
+    totals: dict[str, float] = {}
+    cpu = {"bare": [0.0, 0.0, 0], "engine": [0.0, 0.0, 0]}
+    backend = {
+        "bare": {db: c.pgconn.backend_pid for db, c in bares.items()},
+        "engine": {
+            db: e.execute("SELECT pg_backend_pid()").rows[0][0] for db, e in engines.items()
+        },
+    }
+    try:
+        for record in records:
+            sql = record.verification.reference_sql
+            db = database_name(corpus_name, record.verification.database)
+            runs = variants(db, sql)
+            times: dict[str, list[float]] = {name: [] for name in runs}
+            for run in runs.values():  # warm
+                run()
+            for _ in range(repeats):
+                for name, run in runs.items():
+                    pid = backend.get(name, {}).get(db)
+                    server = _schedstat_s(pid) if pid else None
+                    client = time.thread_time()
+                    start = time.perf_counter()
+                    run()
+                    times[name].append(time.perf_counter() - start)
+                    if name in cpu:
+                        cpu[name][0] += time.thread_time() - client
+                        after = _schedstat_s(pid) if pid else None
+                        cpu[name][1] += after - server if after is not None else float("nan")
+                        cpu[name][2] += 1
+            for name, values in times.items():
+                totals[name] = totals.get(name, 0.0) + statistics.median(values)
+    finally:
+        for connection in bares.values():
+            connection.close()
+        for engine in engines.values():
+            engine.close()
+    n = len(records)
+    floor = {f"floor_{name}_ms": round(total * 1e3 / n, 3) for name, total in totals.items()} | {
+        "floor_isolation_ms": round((totals["isolated"] - totals["raw"]) * 1e3 / n, 3),
+        "floor_isolation_ratio": round(totals["isolated"] / totals["raw"], 2),
+        "floor_bare_plus_isolation_ratio": round(
+            (totals["bare"] + totals["isolated"] - totals["raw"]) / totals["bare"], 2
+        ),
+    }
+    for name, (client, server, count) in cpu.items():
+        floor[f"cpu_{name}_client_ms"] = round(client * 1e3 / count, 3)
+        floor[f"cpu_{name}_server_ms"] = round(server * 1e3 / count, 3)
+    print(
+        f"postgres floor (ms/query, through libpq): raw {floor['floor_raw_ms']:.3f}, with the "
+        f"row guard {floor['floor_guarded_ms']:.3f}, with the whole isolation "
+        f"{floor['floor_isolated_ms']:.3f} (+{floor['floor_isolation_ms']:.3f}, ratio "
+        f"{floor['floor_isolation_ratio']:.2f}); bare psycopg {floor['floor_bare_ms']:.3f}, "
+        f"engine {floor['floor_engine_ms']:.3f}: bare + isolation alone is ratio "
+        f"{floor['floor_bare_plus_isolation_ratio']:.2f}. CPU per query: bare client "
+        f"{floor['cpu_bare_client_ms']:.3f} server {floor['cpu_bare_server_ms']:.3f}, engine "
+        f"client {floor['cpu_engine_client_ms']:.3f} server {floor['cpu_engine_server_ms']:.3f}",
+        file=sys.stderr,
+    )
+    return floor
 
 
 def _postgres_write(cluster, corpus, reader: str, repeats: int) -> dict:
