@@ -1,13 +1,17 @@
 """The PostgreSQL engine (psycopg 3), sandboxed for untrusted SQL.
 
 Every submitted query runs on a pooled connection inside ``BEGIN READ ONLY`` with
-``statement_timeout`` and ``lock_timeout``; it is declared as a server-side cursor through the
-extended query protocol, so the server admits exactly one ``SELECT``/``VALUES`` statement (no
-second statement, no ``SET``, ``COPY``, DDL or data-modifying ``WITH``), and its rows arrive one
-at a time (libpq's single-row mode), each measured, so a result over
-``Limits.max_result_bytes`` fails before much more than that is in memory. The whole
-verification is one libpq pipeline written at once (one round trip): ``BEGIN``, ``DECLARE``,
-``FETCH``, the reset, ``ROLLBACK`` and a sync point, each its own extended-protocol statement.
+``statement_timeout`` and ``lock_timeout``; it is sent through the extended query protocol as
+the subquery of the engine's wrapper (``SELECT * FROM (<query>) ... LIMIT max_rows + 1``), so
+the server admits exactly one ``SELECT``/``VALUES``/``TABLE``/``WITH`` query (no second
+statement, no ``SET``, ``COPY``, DDL or data-modifying ``WITH``), measures every row before
+sending it and stops after ``max_rows + 1`` rows. Rows arrive in chunks of at most 64 (libpq's
+chunked-rows mode) that the row guard keeps to a small share of ``Limits.max_result_bytes``
+(a larger row makes the query run again one row at a time), each chunk measured as it arrives,
+so a result over the cap fails before much more than that is in memory. The whole verification
+is one libpq pipeline written at once (one round trip): ``BEGIN``, the query, the reset,
+``ROLLBACK`` and a sync point, each its own extended-protocol statement (the engine's own three
+prepared once per connection).
 The client waits for results in ``poll`` (the GIL released) and stops waiting at the time limit
 plus a grace period: the connection of a query stuck in a built-in function that never checks
 for interrupts is dropped. After every query the transaction is rolled back, advisory locks
