@@ -241,3 +241,18 @@ def test_the_concurrency_is_split_and_bad_settings_are_refused():
         ProcessExecutor(workers=0)
     with pytest.raises(ConfigurationError):
         ProcessExecutor(chunk=0)
+
+
+def test_closing_the_executor_ends_its_workers(tmp_path):
+    config = CampaignConfig("AmbiTab-Bird-v0", asker="full", seeds=(0,), limit=2)
+    with ProcessExecutor(workers=2) as executor:
+        run_campaign(
+            config, tmp_path / "r.duckdb", progress=False, executor=executor, concurrency=2
+        )
+        pids = list(executor.worker_pids)
+        for pid in pids:
+            os.kill(pid, 0)  # alive between runs
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # ended and reaped

@@ -50,6 +50,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -101,9 +102,9 @@ def _serve(tasks: Connection, results: Connection) -> None:
     """A worker process's main: runs one campaign run after another until told to stop.
 
     Messages in: ``("run", key, plan bytes, clients, concurrency)``, then ``("chunk", id,
-    [(condition, seed, record id), ...])`` any number of times, then ``("end",)``; ``None`` (or the driver gone) ends the
-    process. Out: ``("rows", rows, usage)`` as episodes finish, ``("done",)`` per run,
-    ``("error", text, exception)`` when something raised.
+    [(condition, seed, record id), ...])`` any number of times, then ``("end",)``; ``None``
+    (or the driver gone) ends the process. Out: ``("rows", rows, usage)`` as episodes
+    finish, ``("done",)`` per run, ``("error", text, exception)`` when something raised.
     """
     runner = UnitRunner()
     try:
@@ -133,6 +134,8 @@ def _serve(tasks: Connection, results: Connection) -> None:
 def main(argv: list[str] | None = None) -> None:
     """The worker process's entry (``python -c ... TASKS_FD RESULTS_FD SYS_PATH_JSON``, started
     by :class:`ProcessExecutor`): its two pipe ends as connections, then :func:`_serve`."""
+    # Ctrl-C reaches the whole process group: the driver handles it and ends its workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     args = sys.argv[1:] if argv is None else argv
     tasks = Connection(int(args[0]), writable=False)
     results = Connection(int(args[1]), readable=False)
@@ -227,6 +230,13 @@ def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Conne
 # -- the driver ------------------------------------------------------------------------------------
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on (a container's share, not the host's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 @dataclass
 class _Handle:
     """The driver's side of one worker process."""
@@ -263,10 +273,10 @@ class ProcessExecutor:
 
     Args:
         workers: worker processes; the campaign's concurrency is split across them (each at
-            least one episode in flight). None: one per CPU of this machine.
-        chunk: records per work chunk (rows return per chunk); None: a quarter of a worker's
-            episodes in flight, between 2 and 32.
-        max_restarts: worker processes replaced per run after dying (their chunks re-run).
+            least one episode in flight). None: one per CPU this process may use.
+        chunk: records per work chunk (the units handed to a worker at once); None: a quarter
+            of a worker's episodes in flight, between 2 and 32.
+        max_restarts: worker processes replaced per run after dying (their units re-run).
 
     After a run, :attr:`worker_pids` holds the worker processes' ids, :attr:`units` counts the
     chunks of the last run and :attr:`restarts` the workers it replaced.
@@ -364,7 +374,7 @@ class ProcessExecutor:
             ProcessWorkerError: an exception inside a worker, or more than
                 :attr:`max_restarts` workers died.
         """
-        shares = split_concurrency(concurrency, self.workers or os.cpu_count() or 1)
+        shares = split_concurrency(concurrency, self.workers or _cpus())
         self.units = self.restarts = 0
         self._start(shares)
         data, clients = dumps_plan(plan)
