@@ -15,7 +15,9 @@ import decimal
 import math
 import os
 import pickle
+import signal
 import threading
+import time
 import uuid
 
 import duckdb
@@ -293,3 +295,42 @@ def test_replies_unpickle_only_plain_data(pipe):
     assert safe_loads(reader.read(2**20)) == reply
     with pytest.raises(pickle.UnpicklingError, match="forbidden"):
         safe_loads(reader.read(2**20))
+
+
+# -- a worker that ended between two queries ---------------------------------------------------
+
+
+def _wait_until_gone(pid: int) -> None:
+    """Until every thread of the process has exited (a zombie leader alone, or reaped)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if fields["State"].split()[0] in ("Z", "X") and int(fields["Threads"]) <= 1:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"worker {pid} still running")
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["gone", "dying"])
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+def test_a_worker_that_ended_between_queries_is_replaced_for_the_next(db_path, how, wait):
+    # No waitpid per query: the next request's write finds the ended worker (EPIPE), or its
+    # bytes are still unread in the pipe when the dying worker's end closes; either way the
+    # request never reached it, and a fresh worker answers that same request.
+    engine = DuckDBEngine(db_path, limits=Limits(timeout_s=20.0, memory_limit_mb=256))
+    try:
+        assert engine.execute("SELECT count(*) FROM words").rows == [(3000,)]
+        pid = engine.worker_pid
+        os.kill(pid, how)
+        if wait:
+            _wait_until_gone(pid)
+        assert engine.execute("SELECT max(n) FROM words").rows == [(2999,)]
+        assert engine.worker_pid != pid and engine.restarts == 1
+        assert engine.execute("SELECT 1 AS one").rows == [(1,)]
+        assert engine.restarts == 1
+    finally:
+        engine.close()

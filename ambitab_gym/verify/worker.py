@@ -18,11 +18,18 @@ It is also imported by the parent for the shared pieces:
 * :func:`sql_text_problem` - SQL text no engine should see (lone surrogates, NUL characters).
 * :func:`cut` - an engine message cut to a bounded size before it crosses the pipe.
 * :func:`serve` - the worker's request loop (``main`` runs it).
+* :func:`write_message`, :class:`MessageReader` - the framing both sides use on the pipes.
 
 Protocol (pickled tuples): the parent first sends ``{"kind", "path", "sys_path", "config",
 "headroom_mb"}`` and gets ``("ready", version)``; then ``("query", sql, timeout_s, max_rows,
 max_bytes, seconds_left)`` is answered by ``("ok", columns, rows)`` or ``("error", category,
-message)``.
+message)``. Each message is one length-prefixed pickle (:mod:`multiprocessing.connection`'s
+framing): one ``write`` per message, one ``read`` for a reply up to 64 KiB. A query costs the
+parent four system calls (the fork check's ``getpid``, a write, a poll, a read), no
+``waitpid``: a worker that ended between two queries is
+found by the next request (its write fails, or its bytes are still unread when the worker's end
+closes), which a fresh worker then runs. The worker frees the result and closes the query's
+cursor after the reply has left.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
+import fcntl
 import io
 import math
 import os
@@ -39,6 +47,7 @@ import select
 import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 import uuid
@@ -221,6 +230,7 @@ def safe_loads(data: bytes):
 _LENGTH = struct.Struct("!i")  # multiprocessing.connection's framing: a signed 32-bit length,
 _LONG_LENGTH = struct.Struct("!Q")  # or -1 and then an unsigned 64-bit one
 _READ_SIZE = 1 << 16  # one read takes a whole small message (header and payload together)
+_UNREAD = struct.Struct("i")  # FIONREAD's answer: a C int
 
 
 def write_message(fd: int, payload: bytes) -> None:
@@ -1472,8 +1482,24 @@ class WorkerProcess:
             EOFError, OSError: the worker died (or sent more than ``max_reply_bytes``).
             pickle.UnpicklingError: the reply held something other than plain data.
         """
-        write_message(self._request_fd, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        self.send(request)
         return self.receive(wait_s, max_reply_bytes)
+
+    def send(self, request: tuple) -> None:
+        """Send a request (one write).
+
+        Raises:
+            BrokenPipeError: the worker had ended before it (nothing reached it).
+        """
+        write_message(self._request_fd, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def unread_bytes(self) -> int:
+        """How many bytes of sent requests the worker has not read (0 when unknown)."""
+        try:
+            count = fcntl.ioctl(self._request_fd, termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return 0
+        return _UNREAD.unpack(count)[0]
 
     def exit_description(self) -> str:
         """How the worker ended, for a message (waits briefly for it to be reaped)."""
@@ -1559,9 +1585,9 @@ class WorkerSlot:
             if self._finalizer is not None:
                 self._finalizer.detach()
             self._worker, self._finalizer = None, None
-        if self._worker is not None and (
-            self._key != key or self._worker.process.poll() is not None
-        ):
+        # A worker that ended since its last reply is found by the next request's write
+        # (ask()), not by a waitpid per query here.
+        if self._worker is not None and self._key != key:
             self._discard()
         if self._worker is None:
             worker = WorkerProcess(self.kind, self.path, config, headroom_mb=headroom_mb)
@@ -1594,26 +1620,35 @@ class WorkerSlot:
         """
         timeout_s, max_bytes = request[2], request[4]
         with self._lock:
-            worker = self._ensure(key, config, headroom_mb)
-            try:
-                reply = worker.query(
-                    request, seconds_left + 0.5 + 0.25 * timeout_s, max_bytes + 2**20
-                )
-            except pickle.UnpicklingError as error:
-                self._discard()
-                return _error("engine", str(error))
-            except (EOFError, OSError):
-                how = worker.exit_description()
-                self._discard()
-                return _error(
-                    "runtime",
-                    f"the query crashed the {self.label} engine process ({how}); the engine was "
-                    "restarted",
-                )
-            if reply is None:
-                self._discard()
-                return _error("timeout", f"query ran longer than {timeout_s:g} s")
-            return reply
+            for attempt in (1, 2):
+                worker = self._ensure(key, config, headroom_mb)
+                try:
+                    worker.send(request)
+                    reply = worker.receive(seconds_left + 0.5 + 0.25 * timeout_s, max_bytes + 2**20)
+                except pickle.UnpicklingError as error:
+                    self._discard()
+                    return _error("engine", str(error))
+                except (EOFError, OSError) as error:
+                    # A worker that ended after its last reply (killed, crashed, retired) is
+                    # found here, not by a waitpid before every request: the write fails, or
+                    # the request's bytes are still in the pipe. The request never reached it,
+                    # so a fresh worker runs it.
+                    missed = isinstance(error, BrokenPipeError) or worker.unread_bytes() > 0
+                    if attempt == 1 and missed:
+                        self._discard()
+                        continue
+                    how = worker.exit_description()
+                    self._discard()
+                    return _error(
+                        "runtime",
+                        f"the query crashed the {self.label} engine process ({how}); the "
+                        "engine was restarted",
+                    )
+                if reply is None:
+                    self._discard()
+                    return _error("timeout", f"query ran longer than {timeout_s:g} s")
+                return reply
+            raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
         """Stop the worker process (asking it first)."""
