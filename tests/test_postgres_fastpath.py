@@ -238,6 +238,19 @@ def test_a_row_over_the_chunk_guard_but_within_the_cap_comes_back(pair):
     assert "the server refused" in caught.value.message
 
 
+def test_the_second_run_gets_only_the_time_the_first_left(pair):
+    engine, _ = pair
+    limits = Limits(max_result_bytes=2**22, timeout_s=1.0)  # chunk guard: 4 KiB a row
+    sql = "SELECT pg_sleep(0.6) AS pause, repeat('x', 100000) AS s"
+    start = time.monotonic()
+    with pytest.raises(QueryError) as caught:
+        engine.execute(sql, limits=limits)
+    assert caught.value.category == "timeout"
+    assert time.monotonic() - start < 1.5  # (not 1.2 s of sleep and then a result)
+    quick = engine.execute("SELECT repeat('x', 100000) AS s", limits=limits).rows
+    assert len(quick[0][0]) == 100000
+
+
 def test_the_cap_is_exact_across_chunks(pair):
     engine, plain = pair
     sql = "SELECT g, repeat('c', 2000 + g % 7) AS s FROM generate_series(1, 2500) g ORDER BY g"

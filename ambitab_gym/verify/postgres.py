@@ -661,7 +661,11 @@ class PostgresEngine:
         mode) with the server-side guard at ``max_result_bytes // (chunk_rows *
         _CHUNK_SHARE)`` per row, so a chunk is a small share of the cap (each chunk is measured
         as it arrives); a row over that guard but possibly within the cap makes the query run
-        again with one row per chunk and the guard at the cap (single-row mode), which decides.
+        again with one row per chunk and the guard at the cap (single-row mode), which decides,
+        within what is left of the time limit (``SET LOCAL statement_timeout``). (libpq drops
+        a chunk that an error interrupts: a query that errs within 64 rows after its result
+        passed the cap fails with its own error rather than ``too_large``; both are failures
+        with the same memory bound.)
         """
         start = time.monotonic() if started is None else started
         deadline = start + limits.timeout_s
@@ -686,6 +690,12 @@ class PostgresEngine:
             query = (_WRAP_HEAD + sql_text + tail).encode(encoding)
         except UnicodeEncodeError as error:
             raise QueryError("syntax", f"the SQL text cannot be encoded: {error.reason}") from None
+        left_ms = None
+        if started is not None:
+            # A second run (a row over the chunk guard): no longer than the first one left.
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
         pgconn = connection.pgconn
         if connection._poll is None:
             connection._poll = select.poll()
@@ -732,6 +742,8 @@ class PostgresEngine:
             connection._own_statements = True
             connection._budget_ms = budget_ms
         pgconn.send_query_prepared(_BEGIN_NAME, None)
+        if left_ms is not None:
+            pgconn.send_query_params(f"SET LOCAL statement_timeout = {left_ms}".encode(), None)
         pgconn.send_query_params(query, None)
         # The reset inside the transaction (neither advisory locks nor the seed are
         # transactional), then the rollback: one segment. An error skips the rest of the
@@ -740,16 +752,18 @@ class PostgresEngine:
         pgconn.send_query_prepared(_ROLLBACK_NAME, None)
         pgconn.pipeline_sync()
         failure: psycopg.Error | None = None
-        res = result()  # BEGIN
-        result()  # the NULL that ends its results
-        if res is not None and res.status == _FATAL:
-            failure = errors.error_from_result(res, encoding=encoding)
-        elif chunk > 1:
-            # The unit held in memory before it is measured: one chunk, of at most chunk_rows
-            # rows that the server-side guard caps at row_cap each.
-            pgconn.set_chunked_rows_mode(chunk)
-        else:
-            pgconn.set_single_row_mode()
+        for _statement in range(1 if left_ms is None else 2):  # BEGIN (, SET LOCAL)
+            res = result()
+            result()  # the NULL that ends its results
+            if failure is None and res is not None and res.status == _FATAL:
+                failure = errors.error_from_result(res, encoding=encoding)
+        if failure is None:
+            if chunk > 1:
+                # The unit held in memory before it is measured: one chunk, of at most
+                # chunk_rows rows that the server-side guard caps at row_cap each.
+                pgconn.set_chunked_rows_mode(chunk)
+            else:
+                pgconn.set_single_row_mode()
         rows: list[tuple] = []
         columns: tuple[str, ...] = ()
         size = 0
