@@ -808,6 +808,8 @@ class TaskGenerator:
                 external_knowledge=(_DATA_NOTE,),
             )
             ambiguity_models = self._ambiguity_models
+        validated_spec: PublicSpec | None = None
+        validated: dict[tuple[int, int], Ambiguity] = {}
         for k, (combo, sql) in enumerate(zip(combos, sqls, strict=True)):
             source = {
                 "kind": "procedural",
@@ -873,26 +875,35 @@ class TaskGenerator:
                     )
                 )
                 continue
-            ambiguities_data = [
-                {
-                    "id": slot.id,
-                    "term": slot.term,
-                    "aliases": list(slot.aliases),
-                    "kind": slot.kind,
-                    "resolution": reading.resolution,
-                    "response": reading.response,
-                    "sql_snippet": reading.sql_snippet,
-                    "evidence": reading.evidence,
-                }
-                for slot, reading in zip(slots, combo, strict=True)
-            ]
+            # the spec and each (ambiguity, reading) are validated once per task and given to
+            # the records as models (pydantic accepts a model instance without validating it
+            # again): every part validated, none twice
+            if validated_spec is None:
+                validated_spec = PublicSpec.model_validate(spec)
+            ambiguities_validated = []
+            for i, (slot, reading) in enumerate(zip(slots, combo, strict=True)):
+                model = validated.get((i, id(reading)))
+                if model is None:
+                    model = validated[(i, id(reading))] = Ambiguity.model_validate(
+                        {
+                            "id": slot.id,
+                            "term": slot.term,
+                            "aliases": list(slot.aliases),
+                            "kind": slot.kind,
+                            "resolution": reading.resolution,
+                            "response": reading.response,
+                            "sql_snippet": reading.sql_snippet,
+                            "evidence": reading.evidence,
+                        }
+                    )
+                ambiguities_validated.append(model)
             data = {
                 "id": f"{task_id}-{k}",
                 "avt_id": task_id,
                 "corpus": config.corpus,
                 "split": split,
-                "spec": spec,
-                "ambiguities": ambiguities_data,
+                "spec": validated_spec,
+                "ambiguities": ambiguities_validated,
                 "verification": {"engine": "sqlite", "database": db.name, "reference_sql": sql},
                 "source": source,
             }
