@@ -144,6 +144,24 @@ def test_a_repeated_submission_runs_once(databases) -> None:
     verifier.close()
 
 
+def test_nondeterministic_sql_runs_every_time(databases) -> None:
+    """SQL whose answer can change between runs is scored on its own execution each time."""
+    record = _record("r1", "one", "SELECT x FROM t ORDER BY x LIMIT 1")
+    verifier = Verifier(_opener(databases), memo=True)
+    # one of two rows at random: over 40 runs both verdicts show up (each run is 1/2 match)
+    verdicts = {
+        verifier.verify(record, "SELECT x FROM t ORDER BY RANDOM() LIMIT 1").reason
+        for _ in range(40)
+    }
+    assert verdicts == {"match", "mismatch"}
+    assert (verifier.stats.executions, verifier.stats.memo_hits) == (40, 0)
+    for sql in ("SELECT date('now')", "SELECT CURRENT_TIMESTAMP", "SELECT randomblob(4)"):
+        for _ in range(2):
+            verifier.verify(record, sql)
+    assert (verifier.stats.executions, verifier.stats.memo_hits) == (46, 0)
+    verifier.close()
+
+
 def test_the_reference_text_is_judged_by_the_reference_run(databases) -> None:
     mine = _record("r1", "one", "SELECT x FROM t")
     other = _record("r2", "one", "SELECT y FROM t")

@@ -107,6 +107,15 @@ logger = logging.getLogger(__name__)
 #: memo). ``runtime`` and ``timeout`` may come from a crashed worker or a loaded machine,
 #: ``engine`` from a lost connection: those run again.
 _MEMO_REASONS = frozenset({"match", "mismatch", "syntax", "rejected", "too_many_rows", "too_large"})
+#: Calls whose value changes from one run to the next (random numbers, clocks, sequences,
+#: session identity): SQL naming one is never answered from the memo nor kept for reuse, so
+#: every episode is scored on its own execution, as without the memo. Over-matching (a column
+#: called ``random_seed``) only costs a re-execution.
+_VOLATILE = re.compile(
+    r"random|uuid|now\s*\(|'now'|current_(?:date|time|timestamp)|localtime|clock_timestamp"
+    r"|timeofday|statement_timestamp|transaction_timestamp|setseed|nextval|txid|pg_backend_pid",
+    re.IGNORECASE,
+)
 #: Bounds of the verdict memo and of the kept runs: entries, and characters of SQL text held in
 #: their keys (each).
 MEMO_MAX_ENTRIES = 65_536
@@ -405,7 +414,7 @@ class Verifier:
     def _keep_run(self, key: tuple[str, str, str], rows: list, took: float) -> None:
         """Keep a run's rows for the same text again (memo on, within the submission time
         limit, not too large), dropping the oldest runs beyond the bounds."""
-        if not self.memo or took > self.limits.timeout_s:
+        if not self.memo or took > self.limits.timeout_s or _VOLATILE.search(key[2]):
             return
         cells = len(rows) * len(rows[0]) if rows else 0
         if cells > RUN_MAX_CELLS:
@@ -438,7 +447,11 @@ class Verifier:
         cpu = time.thread_time() if memo else 0.0  # a system call: campaign verifiers only
         stats = self.stats
         stats.verifications += 1
-        key = (record.id, sql) if memo and isinstance(sql, str) else None
+        key = (
+            (record.id, sql)
+            if memo and isinstance(sql, str) and not _VOLATILE.search(sql)
+            else None
+        )
         verdict = self._memo.get(key) if key is not None else None  # type: ignore[arg-type]
         if verdict is not None:
             stats.memo_hits += 1
@@ -485,7 +498,7 @@ class Verifier:
         if self.memo:
             spec = record.verification
             run_key = (spec.engine, spec.database, sql)
-            if len(sql) <= self.limits.max_sql_length:
+            if len(sql) <= self.limits.max_sql_length and not _VOLATILE.search(sql):
                 rows = self._runs.get(run_key)
         if rows is not None:  # the same text ran before on this database: the same rows
             self.stats.reused_runs += 1
