@@ -352,10 +352,14 @@ class _Pool:
         self._setup = setup
         self._idle: list[_Connection] = []
         self._open = 0
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._closed = False
 
     def get(self, timeout_s: float) -> _Connection:
+        with self._lock:  # (the common case: an idle connection, no waiting)
+            if self._idle and not self._closed:
+                return self._idle.pop()
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while True:
@@ -801,7 +805,8 @@ class PostgresEngine:
                     raise QueryError("too_large", f"the result is larger than {_mib(cap)}")
             elif status == _TUPLES:
                 # The end of the rows (in single-row mode, none), with the column names.
-                columns = tuple((res.fname(i) or b"").decode(encoding) for i in range(res.nfields))
+                names = map(res.fname, range(res.nfields))
+                columns = tuple([(name or b"").decode(encoding) for name in names])
             elif status == _FATAL and failure is None:
                 failure = errors.error_from_result(res, encoding=encoding)
         clean = failure is None
@@ -811,7 +816,7 @@ class PostgresEngine:
             result()
         clean = result().status == _SYNC and clean
         pgconn.exit_pipeline_mode()
-        connection._reset_done = clean and pgconn.transaction_status == pq.TransactionStatus.IDLE
+        connection._reset_done = clean and pgconn.transaction_status == _IDLE
         if failure is not None:
             if chunk > 1 and _ROW_MARKER in (failure.diag.message_primary or ""):
                 # A row over cap // chunk: one row at a time, with the guard at the cap.
