@@ -99,9 +99,10 @@ class FloorWorker:
 def floor_overhead(corpus, records, rounds: int) -> dict:
     """The floor of any process worker for ``records`` (one database), side by side with bare.
 
-    Returns ``{"process_floor_overhead_ms", "process_floor_overhead_best_ms", "pingpong_ms"}``
-    per query (medians, and the fastest runs): what running each query in a minimal second
-    process adds to running it in this one.
+    Returns ``{"process_floor_overhead_ms", "process_floor_overhead_best_ms",
+    "process_floor_cpu_overhead_ms", "pingpong_ms"}`` per query (wall medians, the fastest
+    runs, CPU of both processes): what running each query in a minimal second process adds to
+    running it in this one.
     """
     database = records[0].verification.database
     source = corpus.database_file(database, "duckdb")
@@ -115,6 +116,7 @@ def floor_overhead(corpus, records, rounds: int) -> dict:
     bare = duckdb.connect(copies["bare"], read_only=True, config={"threads": 1})
     floor = FloorWorker(copies["floor"], dict(SANDBOX_CONFIG, memory_limit="512MB", threads=1))
     walls = {"bare": [[] for _ in sqls], "floor": [[] for _ in sqls], "pingpong": [[]]}
+    cpu_ns = {"bare": 0, "floor": 0}  # this thread's CPU, plus the floor worker's
     try:
         for i in range(len(sqls)):  # warm
             bare.execute(sqls[i]).fetchall()
@@ -122,12 +124,17 @@ def floor_overhead(corpus, records, rounds: int) -> dict:
         for round_ in range(rounds):
             for i in range(len(sqls)):
                 for name in ("bare", "floor") if round_ % 2 == 0 else ("floor", "bare"):
+                    worker_ns = _schedstat_ns(floor.pid) if name == "floor" else 0
+                    cpu = time.thread_time_ns()
                     start = time.perf_counter_ns()
                     if name == "bare":
                         bare.execute(sqls[i]).fetchall()
                     else:
                         floor.ask(encoded[i])
                     walls[name][i].append(time.perf_counter_ns() - start)
+                    cpu_ns[name] += time.thread_time_ns() - cpu
+                    if name == "floor":
+                        cpu_ns[name] += _schedstat_ns(floor.pid) - worker_ns
                 start = time.perf_counter_ns()
                 floor.ask(b"")
                 walls["pingpong"][0].append(time.perf_counter_ns() - start)
@@ -145,13 +152,18 @@ def floor_overhead(corpus, records, rounds: int) -> dict:
             total("floor", statistics.median) - total("bare", statistics.median), 3
         ),
         "process_floor_overhead_best_ms": round(total("floor", min) - total("bare", min), 3),
+        # CPU (both processes) beyond bare: what a loaded machine cannot hide
+        "process_floor_cpu_overhead_ms": round(
+            (cpu_ns["floor"] - cpu_ns["bare"]) / n / rounds / 1e6, 3
+        ),
         "pingpong_ms": round(statistics.median(walls["pingpong"][0]) / 1e6, 3),
     }
 
 
-def _schedstat_ns(pid: int) -> int:
+def _schedstat_ns(pid: int, field: int = 0) -> int:
+    """A thread's nanoseconds on a CPU (``field`` 0) or runnable but waiting for one (1)."""
     with open(f"/proc/{pid}/task/{pid}/schedstat") as handle:
-        return int(handle.read().split()[0])
+        return int(handle.read().split()[field])
 
 
 def measure(queries: int, rounds: int) -> dict:
@@ -185,21 +197,31 @@ def measure(queries: int, rounds: int) -> dict:
     }
     walls = {name: [[] for _ in sqls] for name in variants}
     cpu = {name: {"parent": 0, "worker": 0} for name in ("bare", "floor", "engine")}
+    waits = dict.fromkeys(variants, 0)  # runnable but waiting for a CPU, both processes
     order = list(variants)
     try:
         for round_ in range(rounds):
             for i in range(len(sqls)):
                 for name in order if round_ % 2 == 0 else order[::-1]:
-                    worker_pid = {"floor": floor.pid, "engine": engine_pid}.get(name)
+                    worker_pid = {
+                        "floor": floor.pid, "pingpong": floor.pid, "engine": engine_pid,
+                        "verify": engine_pid,
+                    }.get(name)  # fmt: skip
                     w0 = _schedstat_ns(worker_pid) if worker_pid else 0
+                    q0 = _schedstat_ns(worker_pid, 1) if worker_pid else 0
+                    q0 += _schedstat_ns(os.getpid(), 1)  # this (main) thread
                     c0 = time.thread_time_ns()
                     start = time.perf_counter_ns()
                     variants[name](i)
                     walls[name][i].append(time.perf_counter_ns() - start)
+                    c1 = time.thread_time_ns()
+                    w1 = _schedstat_ns(worker_pid) if worker_pid else 0
+                    q1 = _schedstat_ns(worker_pid, 1) if worker_pid else 0
+                    q1 += _schedstat_ns(os.getpid(), 1)
+                    waits[name] += q1 - q0
                     if name in cpu:
-                        cpu[name]["parent"] += time.thread_time_ns() - c0
-                        if worker_pid:
-                            cpu[name]["worker"] += _schedstat_ns(worker_pid) - w0
+                        cpu[name]["parent"] += c1 - c0
+                        cpu[name]["worker"] += w1 - w0
     finally:
         floor.close()
         verifier.close()
@@ -236,6 +258,9 @@ def measure(queries: int, rounds: int) -> dict:
         name: {side: round(total / calls / 1e3, 1) for side, total in sides.items()}
         for name, sides in cpu.items()
     }
+    results["runqueue_wait_us"] = {
+        name: round(total / calls / 1e3, 1) for name, total in waits.items()
+    }
     return results
 
 
@@ -252,6 +277,10 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name:20s} median {figures['median']:+.3f} ms  best {figures['best']:+.3f} ms")
     for name, sides in results["cpu_us"].items():
         print(f"cpu {name:6s} " + "  ".join(f"{k} {v:.1f} us" for k, v in sides.items()))
+    print(
+        "waiting for a CPU (run queue, both processes): "
+        + ", ".join(f"{k} {v:.1f} us" for k, v in results["runqueue_wait_us"].items())
+    )
     print(json.dumps(results))
     return results
 

@@ -168,7 +168,8 @@ def _duckdb(n: int, repeats: int) -> dict:
     floor = transport.floor_overhead(corpus, records, repeats)
     print(
         f"duckdb floor: a minimal worker process adds {floor['process_floor_overhead_ms']:.3f} "
-        f"ms/query (best {floor['process_floor_overhead_best_ms']:.3f}; an empty round trip "
+        f"ms/query (best {floor['process_floor_overhead_best_ms']:.3f}, CPU "
+        f"{floor['process_floor_cpu_overhead_ms']:.3f}; an empty round trip "
         f"{floor['pingpong_ms']:.3f} ms); verify adds {figures['overhead_ms']:.3f}",
         file=sys.stderr,
     )
