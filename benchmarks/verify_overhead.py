@@ -361,7 +361,9 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
     limits = Limits()
     chunk = engine_module._CHUNK_ROWS
     tail = engine_module._WRAP_TAIL.format(
-        cap=limits.max_result_bytes // (chunk * engine_module._CHUNK_SHARE),
+        cap=limits.max_result_bytes // (chunk * engine_module._CHUNK_SHARE)
+        if engine_module._CHUNKED_ROWS
+        else limits.max_result_bytes,
         marker=engine_module._ROW_MARKER,
         limit=limits.max_rows + 1,
     )
@@ -388,8 +390,10 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
                 pgconn.send_query_params(text, None)
         pgconn.pipeline_sync()
         for index in range(len(messages)):
-            if index == rows_at:
+            if index == rows_at and engine_module._CHUNKED_ROWS:
                 pgconn.set_chunked_rows_mode(chunk)
+            elif index == rows_at:
+                pgconn.set_single_row_mode()
             while (result := pgconn.get_result()) is not None:
                 assert result.status != pq.ExecStatus.FATAL_ERROR, result.get_error_message()
         assert pgconn.get_result().status == pq.ExecStatus.PIPELINE_SYNC
