@@ -819,7 +819,7 @@ class PostgresEngine:
         connection._reset_done = clean and pgconn.transaction_status == _IDLE
         if failure is not None:
             if chunk > 1 and _ROW_MARKER in (failure.diag.message_primary or ""):
-                # A row over cap // chunk: one row at a time, with the guard at the cap.
+                # A row over row_cap: one row at a time, with the guard at the cap.
                 del failure
                 if not self._reset(connection):
                     raise QueryError("engine", "the PostgreSQL connection failed, try again")
