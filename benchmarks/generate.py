@@ -18,6 +18,13 @@ Timed in the same process, interleaved in rounds so machine noise hits them alik
 * ``AmbiTab-Procedural-v0`` under the same driver: a fresh task at every reset, so its episode
   rate includes generation.
 
+The per-task cost breakdown comes from a separate generator of the same config whose
+databases' connections time each query (so the rate figures above carry no timing overhead):
+microseconds per task in SQL (executing and fetching), in Python (everything else: drawing,
+text, records, fingerprints), and for validation (the validated path minus the fast path), the
+attempts per accepted task, and the floors: the bare-SQL floor per task, the per-task cost the
+target needs, and the floor ratio with every core of the machine generating.
+
 Then ``--workers`` processes generate at once (each its own generator and pool, built before
 the clock starts): the aggregate tasks per elapsed second of a vector env whose subprocess
 workers each generate their own tasks (bounded by the free cores).
@@ -27,7 +34,10 @@ seconds since the work runs in other processes: the effective supply rate (tasks
 consumer that does nothing else receives from a warm prefetcher; ``prefetch_supply_ratio`` is
 it over the Bird env's episodes per elapsed second), and the procedural env under the canonical
 driver with prefetching - its episodes/s and the share of its elapsed time spent waiting for a
-task (``prefetch_wait_share``; in process, that share is ``generation_share``).
+task (``prefetch_wait_share``; in process, that share is ``generation_share``). The consumer's
+CPU cost of receiving one task from a full queue (unpickling its records) is measured with
+batched messages (the default) and one task per message, side by side: it bounds what any
+number of workers can supply to one consumer core.
 
 Rates are per CPU-second of the process by default (``--clock cpu``: everything timed is
 single-threaded, so this is the rate on an idle core, and other jobs on a shared machine do
@@ -47,8 +57,10 @@ The last line is JSON. ``run(small=True)`` is the ``benchmarks/all.py`` entry (u
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import multiprocessing
+import os
 import sqlite3
 import statistics
 import time
@@ -87,8 +99,12 @@ def run_generator(
     generator: TaskGenerator, tasks: int, first_seed: int, clock: Callable[[], float]
 ) -> tuple[float, list[tuple[str, tuple[str, ...]]]]:
     """(tasks/s, each task's database and reference queries). Only the queries are kept:
-    holding thousands of tasks would slow the run down with garbage-collector passes."""
+    holding thousands of tasks would slow the run down with garbage-collector passes. Each run
+    starts after a full collection: one full pass over this process's heap (two database
+    pools, two envs) costs about 65 ms, a fifth of a --small run, and would land on whichever
+    path happened to run when the threshold was crossed."""
     queries = []
+    gc.collect()
     start = clock()
     for seed in range(first_seed, first_seed + tasks):
         task = generator.generate(seed)
@@ -110,6 +126,101 @@ def run_floor(
         for sql in sqls:
             connection.execute(sql).fetchall()
     return len(queries) / (clock() - start)
+
+
+class _TimedConnection:
+    """A database connection that adds the time of each query (execute and fetch) to
+    ``seconds`` - the SQL share of the breakdown."""
+
+    def __init__(self, connection: sqlite3.Connection, clock: Callable[[], float]) -> None:
+        self.connection = connection
+        self.clock = clock
+        self.seconds = 0.0
+        self.queries = 0
+
+    def execute(self, sql: str, *args: Any) -> _Rows:
+        start = self.clock()
+        rows = self.connection.execute(sql, *args).fetchall()
+        self.seconds += self.clock() - start
+        self.queries += 1
+        return _Rows(rows)
+
+    def backup(self, target: sqlite3.Connection) -> None:
+        self.connection.backup(target)
+
+
+class _Rows:
+    def __init__(self, rows: list[tuple]) -> None:
+        self.rows = rows
+
+    def fetchall(self) -> list[tuple]:
+        return self.rows
+
+    def fetchone(self) -> tuple | None:
+        return self.rows[0] if self.rows else None
+
+
+def run_breakdown(
+    tasks: int, first_seed: int, clock: Callable[[], float]
+) -> dict[str, float]:
+    """Seconds per task in SQL and in the rest of ``generate``, queries and attempts per task,
+    from a generator (the env's config, its own pool) whose connections time every query."""
+    generator = TaskGenerator(validate=False, domains="train")
+    timed = []
+    for domain in generator.config.domains:
+        for index in range(generator.config.databases_per_domain):
+            db = generator.database(domain, index)
+            db.connection = _TimedConnection(db.connection, clock)  # type: ignore[assignment]
+            timed.append(db.connection)
+    attempts = 0
+    attempt = generator._attempt
+
+    def counted(*args: Any) -> Any:
+        nonlocal attempts
+        attempts += 1
+        return attempt(*args)
+
+    generator._attempt = counted  # type: ignore[method-assign]
+    for seed in range(first_seed - 300, first_seed):  # warm up: thresholds, slot memos
+        generator.generate(seed)
+    attempts = 0
+    sql_before = sum(c.seconds for c in timed)
+    queries_before = sum(c.queries for c in timed)
+    start = clock()
+    for seed in range(first_seed, first_seed + tasks):
+        generator.generate(seed)
+    total = clock() - start
+    sql = sum(c.seconds for c in timed) - sql_before
+    return {
+        "seconds": total / tasks,
+        "sql": sql / tasks,
+        "python": (total - sql) / tasks,
+        "queries": (sum(c.queries for c in timed) - queries_before) / tasks,
+        "attempts": attempts / tasks,
+    }
+
+
+def run_receive(batch: int, depth: int = 64, rounds: int = 3) -> float:
+    """The consumer's CPU seconds per task received from a full queue (one worker,
+    ``batch`` tasks per message at most): what one consumer core pays per prefetched task."""
+    config = GeneratorConfig(domains="train")
+    spent, received = 0.0, 0
+    with TaskPrefetcher(workers=1, depth=depth, batch=batch) as prefetcher:
+        prefetcher.start(config, stream=7)
+        for _ in range(100):  # warm up: the worker's database pool
+            prefetcher.get()
+        messages = max(1, depth // min(batch, depth))
+        for _ in range(rounds):
+            deadline = time.perf_counter() + 60
+            queued = prefetcher._results[0]  # the worker's queue: wait until it is full
+            while queued.qsize() < messages and time.perf_counter() < deadline:
+                time.sleep(0.02)
+            start = time.process_time()
+            for _ in range(depth):
+                prefetcher.get()
+            spent += time.process_time() - start
+            received += depth
+    return spent / received
 
 
 def _worker(args: tuple[int, int, int, Any]) -> tuple[int, float]:
@@ -213,6 +324,7 @@ def measure(
         proc_steps.append(s)
         proc_eps.append(e)
     procedural.close()
+    breakdown = run_breakdown(min(tasks, 1000), 5 * 10**6, clock)
     tasks_per_s = statistics.median(gen)
     floor_per_s = statistics.median(floor)
     bird_eps_per_s = statistics.median(bird_eps)
@@ -220,6 +332,11 @@ def measure(
     aggregate = run_workers(workers, tasks // 2) if workers > 0 else None
     prefetched: dict[str, Any] = {"prefetch": prefetch}
     if prefetch > 0:
+        receive = [run_receive(8), run_receive(1), run_receive(8), run_receive(1)]
+        prefetched.update(
+            prefetch_receive_us_per_task=round(1e6 * min(receive[0::2]), 1),
+            prefetch_receive_us_per_task_unbatched=round(1e6 * min(receive[1::2]), 1),
+        )
         supply = run_supply(prefetch, tasks)
         episodes, wait_share = run_prefetched_env(prefetch, steps)
         # the Bird env in elapsed seconds too, next to the prefetched figures
@@ -234,6 +351,11 @@ def measure(
             prefetch_wait_share=round(wait_share, 4),
         )
     bird.close()
+    # the per-task cost at the measured rate, split by the breakdown run's shares
+    per_task = 1e6 / tasks_per_s
+    sql_share = breakdown["sql"] / breakdown["seconds"]
+    cores = os.cpu_count() or 1
+    receive_floor = prefetched.get("prefetch_receive_us_per_task")
     return {
         "benchmark": "generate",
         "tasks_per_s": round(tasks_per_s, 1),
@@ -254,6 +376,22 @@ def measure(
         "ratio_to_steps": round(tasks_per_s / statistics.median(bird_steps), 3),
         "generation_share": round(proc_eps_per_s / tasks_per_s, 3),
         **prefetched,
+        "us_per_task": round(per_task, 1),
+        "us_sql_per_task": round(per_task * sql_share, 1),
+        "us_python_per_task": round(per_task * (1 - sql_share), 1),
+        "us_validation_per_task": round(1e6 / statistics.median(gen_valid) - per_task, 1),
+        "queries_per_task": round(breakdown["queries"], 2),
+        "attempts_per_task": round(breakdown["attempts"], 3),
+        "floor_us_per_task": round(1e6 / floor_per_s, 1),
+        # what the target asks: a task in a tenth of a Bird episode
+        "target_us_per_task": round(1e6 / (10 * bird_eps_per_s), 2),
+        "cores": cores,
+        # the bare-SQL floor with every core generating (nothing left for training)
+        "floor_ratio_all_cores": round(cores * floor_per_s / bird_eps_per_s, 3),
+        # receiving alone, on the consumer's core: what any number of workers can supply
+        "prefetch_receive_ratio": (
+            round(1e6 / receive_floor / bird_eps_per_s, 3) if receive_floor else None
+        ),
         "target_ratio": 10,
         "meets_target": tasks_per_s >= 10 * bird_eps_per_s,
         "rounds": rounds,
@@ -330,6 +468,23 @@ def main(argv: list[str] | None = None) -> None:
         f"{result.get('procedural_prefetch_episodes_per_wall_s')} episodes/s with "
         f"{result.get('prefetch_wait_share')} of its time waiting for tasks"
     )
+    print(
+        f"per task: {result['us_per_task']:,.0f} us = SQL {result['us_sql_per_task']:,.0f} us "
+        f"({result['queries_per_task']} queries) + Python {result['us_python_per_task']:,.0f} us"
+        f" (fast path; validation adds {result['us_validation_per_task']:,.0f} us); "
+        f"{result['attempts_per_task']} attempts per accepted task; floors: bare SQL "
+        f"{result['floor_us_per_task']:,.0f} us per task, target {result['target_us_per_task']}"
+        f" us per task; with all {result['cores']} cores at the bare-SQL floor the ratio is "
+        f"{result['floor_ratio_all_cores']} (target {result['target_ratio']})"
+    )
+    if result.get("prefetch_receive_us_per_task") is not None:
+        print(
+            f"prefetch: the consumer pays {result['prefetch_receive_us_per_task']} us of CPU per "
+            f"task received (batched messages; "
+            f"{result['prefetch_receive_us_per_task_unbatched']} us one task per message), so "
+            f"one consumer core receives at most {result['prefetch_receive_ratio']} x the Bird "
+            "env's episodes/s, whatever the workers"
+        )
     print(json.dumps(result))
 
 
