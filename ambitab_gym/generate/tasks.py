@@ -53,6 +53,7 @@ __all__ = [
 
 #: Bumped whenever the same seed would produce different tasks.
 GENERATOR_VERSION = "2"
+_GENERATOR = f"ambitab_gym.generate v{GENERATOR_VERSION}"
 _SKELETONS = ("total", "average", "count", "ranking")
 _MAX_TRIES = 200
 #: A ranking's probe returns this many rows: more than any limit a reading sets (at most 10).
@@ -431,10 +432,9 @@ class TaskGenerator:
         skeleton = _SKELETONS[int(rng.integers(len(_SKELETONS)))]
         chosen: list[str] = []
         for _ in range(m):
+            taken = set(chosen)
             options = [
-                f
-                for f in config.families
-                if f not in chosen and fam.compatible(f, skeleton, set(chosen))
+                f for f in config.families if f not in taken and fam.compatible(f, skeleton, taken)
             ]
             if not options:
                 return None
@@ -773,6 +773,8 @@ class TaskGenerator:
         limit = len(rows)
         if limit < expected or (len(probe) > limit and probe[limit - 1][1] == probe[limit][1]):
             return None
+        if all(type(row[0]) is str for row in rows):
+            return frozenset(rows)  # names: what normalize_rows keeps as they are
         return frozenset(normalize_rows(rows, 4))
 
     def _task(
@@ -810,14 +812,15 @@ class TaskGenerator:
             ambiguity_models = self._ambiguity_models
         validated_spec: PublicSpec | None = None
         validated: dict[tuple[int, int], Ambiguity] = {}
+        families = [slot.family for slot in slots]
         for k, (combo, sql) in enumerate(zip(combos, sqls, strict=True)):
             source = {
                 "kind": "procedural",
-                "generator": f"ambitab_gym.generate v{GENERATOR_VERSION}",
+                "generator": _GENERATOR,
                 "task_seed": seed,
                 "domain": d.name,
                 "skeleton": plan.skeleton,
-                "families": [slot.family for slot in slots],
+                "families": list(families),  # each record its own lists, as validation makes
                 "distractors": list(plan.distractors),
                 "readings": {slot.id: r.label for slot, r in zip(slots, combo, strict=True)},
             }
