@@ -334,3 +334,36 @@ def test_a_worker_that_ended_between_queries_is_replaced_for_the_next(db_path, h
         assert engine.restarts == 1
     finally:
         engine.close()
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_an_exception_while_waiting_retires_the_worker(db_path):
+    # A signal handler raises while the engine waits for a long query: that query's reply would
+    # otherwise be read as the answer to the next request.
+    engine = DuckDBEngine(db_path, limits=Limits(timeout_s=20.0, memory_limit_mb=256))
+
+    def interrupt(signum, frame):
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        engine.execute("SELECT 1")
+        pid = engine.worker_pid
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(_Interrupted):
+            engine.execute(
+                "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 10000000)"
+                " SELECT count(*) FROM r",
+                limits=Limits(timeout_s=5.0, memory_limit_mb=256),
+            )
+        start = time.monotonic()
+        assert engine.execute("SELECT 42 AS answer").rows == [(42,)]
+        assert time.monotonic() - start < 4.0  # not after the long query's own timeout
+        assert engine.worker_pid != pid and engine.restarts == 1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        engine.close()

@@ -1644,6 +1644,9 @@ class WorkerSlot:
                         f"the query crashed the {self.label} engine process ({how}); the "
                         "engine was restarted",
                     )
+                except BaseException:  # KeyboardInterrupt while waiting: its reply would be
+                    self._discard()  # read as the next request's, so the worker goes
+                    raise
                 if reply is None:
                     self._discard()
                     return _error("timeout", f"query ran longer than {timeout_s:g} s")
