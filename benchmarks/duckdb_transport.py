@@ -46,12 +46,14 @@ from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify import Verifier
 from ambitab_gym.verify.duckdb import SANDBOX_CONFIG
 
-# The minimal worker: read a length-prefixed SQL text, run it, answer one byte (b"\0" for an
-# empty request: the ping-pong). Nothing else happens between the two pipe operations.
+# The minimal worker: read a length-prefixed SQL text, run it on a fresh cursor (opened in
+# advance), answer one byte (also for an empty request: the ping-pong), and only then free the
+# result and open the next cursor. Nothing else happens between the two pipe operations.
 _FLOOR_WORKER = r"""
 import os, sys, duckdb
 config = eval(sys.argv[2])
 connection = duckdb.connect(sys.argv[1], read_only=True, config=config)
+cursor = connection.cursor()
 while True:
     head = os.read(0, 4)
     if len(head) < 4:
@@ -60,9 +62,14 @@ while True:
     sql = b""
     while len(sql) < size:
         sql += os.read(0, size - len(sql))
-    if sql:
-        connection.execute(sql.decode()).fetchall()
+    if not sql:
+        os.write(1, b"\1")
+        continue
+    rows = cursor.execute(sql.decode()).fetchall()
     os.write(1, b"\1")
+    del rows  # freeing the result, closing the cursor, opening the next: after the answer
+    cursor.close()
+    cursor = connection.cursor()
 """
 
 
