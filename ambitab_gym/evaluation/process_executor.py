@@ -21,8 +21,8 @@ LLM clients, opens its own engines and connection pools). The concurrency C is s
 workers: each keeps C / workers episodes in flight on its own loop
 (:func:`~ambitab_gym.evaluation.engine.run_units` fed from a queue), and the driver keeps every
 worker supplied with chunks (as record ids: the worker has the plan's records) ahead of its
-slots, so no worker drains between chunks. Finished rows come back as episodes finish (one
-message per pass of the worker's loop); the driver stores them as they arrive, so the progress
+slots, so no worker drains between chunks. Finished rows come back as episodes finish (those
+of 50 ms in one message); the driver stores them as they arrive, so the progress
 bar, the store, resume and ``--retry-errors`` are those of a local run.
 
 Faults. A worker process that dies (killed, out of memory) is replaced, and the units it had not
@@ -69,6 +69,10 @@ __all__ = ["ProcessExecutor", "ProcessWorkerError"]
 
 #: Seconds a worker gets to finish its run and exit when the executor closes.
 _STOP_GRACE_S = 10.0
+
+#: Seconds a worker collects finished rows before it sends them (one message, one wake-up of
+#: the driver, for all of them).
+_FLUSH_S = 0.05
 
 #: The worker's start: the driver's sys.path, then :func:`main` with the two pipe ends.
 _BOOT = (
@@ -155,8 +159,8 @@ def _portable(error: BaseException) -> BaseException | None:
 
 def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Connection) -> bool:
     """One run: chunks from ``tasks`` (read on a thread of their own) feed ``concurrency``
-    episode slots on the runner's loop; finished rows go back in one message per loop pass
-    (with the LLM calls made since the previous message). Returns whether the driver went away
+    episode slots on the runner's loop; finished rows go back together every :data:`_FLUSH_S`
+    seconds (with the LLM calls made since the previous message). Returns whether the driver went away
     (then the process ends)."""
     loop = runner.loop
     feed: asyncio.Queue[WorkUnit | None] = asyncio.Queue()
@@ -206,8 +210,8 @@ def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Conne
         outgoing.put(("rows", batch, usage))
 
     def on_row(row: dict) -> None:
-        if not outbox:
-            loop.call_soon(flush)  # the rows of this loop pass go together
+        if not outbox:  # the rows of the next few milliseconds go together
+            loop.call_later(_FLUSH_S, flush)
         outbox.append(row)
 
     outgoing: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
