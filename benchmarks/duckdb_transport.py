@@ -1,7 +1,8 @@
 """Where the DuckDB worker's per-query time goes, against the floor of any process worker.
 
 For the first ``--queries`` reference queries of the bundled ``bird_interact`` corpus, times
-side by side in interleaved rounds (median and best of ``--rounds`` per query, summed):
+side by side in interleaved rounds, the variants in a new (seeded) random order each time
+(median and best of ``--rounds`` per query, summed):
 
 * ``bare``: the query in this process on a plain DuckDB connection (execute + ``fetchall``);
 * ``pingpong``: an empty round trip to a second process over two pipes (one byte each way);
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import select
 import shutil
 import statistics
@@ -206,10 +208,12 @@ def measure(queries: int, rounds: int) -> dict:
     cpu = {name: {"parent": 0, "worker": 0} for name in ("bare", "floor", "engine")}
     waits = dict.fromkeys(variants, 0)  # runnable but waiting for a CPU, both processes
     order = list(variants)
+    shuffle = random.Random(0).shuffle  # a fixed seed: the same orders on every run
     try:
-        for round_ in range(rounds):
+        for _round in range(rounds):
             for i in range(len(sqls)):
-                for name in order if round_ % 2 == 0 else order[::-1]:
+                shuffle(order)  # no variant always follows the same one (a warm worker)
+                for name in order:
                     worker_pid = {
                         "floor": floor.pid, "pingpong": floor.pid, "engine": engine_pid,
                         "verify": engine_pid,
