@@ -25,11 +25,10 @@ Protocol (pickled tuples): the parent first sends ``{"kind", "path", "sys_path",
 max_bytes, seconds_left)`` is answered by ``("ok", columns, rows)`` or ``("error", category,
 message)``. Each message is one length-prefixed pickle (:mod:`multiprocessing.connection`'s
 framing): one ``write`` per message, one ``read`` for a reply up to 64 KiB. A query costs the
-parent four system calls (the fork check's ``getpid``, a write, a poll, a read), no
-``waitpid``: a worker that ended between two queries is
-found by the next request (its write fails, or its bytes are still unread when the worker's end
-closes), which a fresh worker then runs. The worker frees the result and closes the query's
-cursor after the reply has left.
+parent four system calls (the fork check's ``getpid``, a write, a poll, a read) and no
+``waitpid``: a worker that ended between two queries is found by the next request (its write
+fails, or its bytes are still unread when the worker's end closes), which a fresh worker then
+runs. The worker frees the result and closes the query's cursor after the reply has left.
 """
 
 from __future__ import annotations
