@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import json
+import random
 import sys
 import time
 
@@ -29,6 +30,7 @@ from ambitab_gym.verify.postgres import (
     PostgresEngine,
     _first_word,
     _flat_row_bytes,
+    _guard_fast,
     _row_bytes,
     _tokens,
     database_name,
@@ -124,6 +126,34 @@ def test_edge_cases_match_a_plain_connection(pair, sql):
     assert result.columns == columns
     assert repr(result.rows) == repr(rows)  # (repr: NaN is not equal to itself)
     assert _kinds(result.rows) == _kinds(rows)
+
+
+def test_one_connection_loads_alternating_column_types_like_a_plain_connection(pair):
+    """The connection's one row loader, reused by every query: a column's type changes from
+    one query to the next (the same name ``a`` as int, text, array, JSON, date, NULL) and each
+    query still loads as a fresh psycopg cursor does."""
+    engine, plain = pair
+    same_name = [
+        "SELECT 1 AS a",
+        "SELECT 'x' AS a",
+        "SELECT ARRAY[1, 2] AS a",
+        """SELECT '{"k": 1}'::jsonb AS a""",
+        "SELECT DATE '2024-01-02' AS a",
+        "SELECT NULL::int AS a",
+        "SELECT 2.5::float8 AS a, 3::int8 AS b",
+    ]
+    texts = same_name + EDGE_CASES
+    order = texts * 3
+    random.Random(0).shuffle(order)  # every one three times, the types alternating
+    pids = set()
+    for sql in order:
+        columns, rows = _plain(plain, sql)
+        result = engine.execute(sql)
+        assert result.columns == columns, sql
+        assert repr(result.rows) == repr(rows), sql
+        assert _kinds(result.rows) == _kinds(rows), sql
+        pids.add(_backend_pid(engine))
+    assert len(pids) == 1  # all of them on the one pooled connection
 
 
 @pytest.mark.parametrize("corpus_name", ["bird_interact", "bird"])
@@ -360,11 +390,25 @@ TRICKY = [
 def _check_lexing(text: str) -> None:
     statements = split_statements(text, dialect="postgres")
     assert split_one_statement(text) == statements
+    fast = _guard_fast(text)
     if len(statements) != 1 or "`" in text:
+        assert fast is None
         return
     tokens = _tokens(text, '"')
     assert _first_word(text, tokens) == first_keyword(statements[0])
     assert paren_depths_fast(text, tokens) == paren_depths(statements[0], dialect="postgres")
+    # The guard's fast path, where it answers, answers the same as taskrun's lexer.
+    if fast is not None:
+        assert fast == (
+            statements[0],
+            first_keyword(statements[0]),
+            *paren_depths(statements[0], dialect="postgres"),
+        )
+    # ... and it answers every one-statement text without comments, "$", backslashes and
+    # leading semicolons.
+    special = ("--", "/*", "$", "\\")
+    if not any(mark in text for mark in special) and not text.lstrip().startswith(";"):
+        assert fast is not None
 
 
 @pytest.mark.parametrize("text", TRICKY)
@@ -386,6 +430,13 @@ def test_first_word_and_depths_on_every_bundled_query():
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=" ;-/*'\"$()\nEeSLCTabcq_1xU", max_size=40))
 def test_first_word_and_depths_on_random_text(text):
+    _check_lexing(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=" ;'\"()\n\t\u2003EeSLCTabc_1xU", max_size=40))
+def test_guard_fast_path_on_random_text_without_comments(text):
+    """Texts the fast path answers (quotes, names, semicolons, parentheses, no comments)."""
     _check_lexing(text)
 
 

@@ -310,6 +310,50 @@ def paren_depths_fast(
     return lowest, depth
 
 
+# The guard's fast path (_guard_fast): a text without comments, dollar signs, backslashes and
+# backticks holds only code, '...' literals and "..." names; split at its quotes, the even
+# pieces are the code. ('it''s' splits as 'it', an empty code piece and 's': the same characters
+# as one literal.) About 4 us instead of 12-27 us for a 250-character query.
+_FAST_SOLID = re.compile(r"'[^']*'?|\"[^\"]*\"?")
+
+
+def _guard_fast(sql: str) -> tuple[str, str, int, int] | None:
+    """``(statement, first word, lowest depth, final depth)`` of a one-statement text without
+    comments, ``$``, backslashes or backticks, exactly as :func:`split_one_statement`,
+    :func:`_first_word` and :func:`paren_depths_fast` give them; None for any other text (the
+    caller lexes it in full).
+
+    >>> _guard_fast("select f(')') FROM t;  ")
+    ("select f(')') FROM t", 'SELECT', 0, 0)
+    >>> _guard_fast("SELECT 1 -- note") is None
+    True
+    """
+    if "--" in sql or "/*" in sql or "$" in sql or "\\" in sql or "`" in sql:
+        return None
+    # The code with every literal and name as one non-space character ("'").
+    if '"' in sql:
+        code = _FAST_SOLID.sub("'", sql)
+    elif "'" in sql:
+        pieces = sql.split("'")
+        code = "'".join(pieces[0::2]) + ("'" if len(pieces) % 2 == 0 else "")  # (an open one)
+    else:
+        code = sql
+    trimmed = code.rstrip()
+    while trimmed.endswith(";"):
+        trimmed = trimmed[:-1].rstrip()
+    if not trimmed or ";" in trimmed:
+        return None  # no statement, or more than one
+    statement = sql[: len(sql) - (len(code) - len(trimmed))].strip()
+    word = _WORD.match(code, _CODE_NOISE.match(code).end())  # type: ignore[union-attr]
+    depth = lowest = 0
+    pieces = code.split(")")
+    for piece in itertools.islice(pieces, len(pieces) - 1):  # each followed by a ")"
+        depth += piece.count("(") - 1
+        lowest = min(lowest, depth)
+    depth += pieces[-1].count("(")
+    return statement, word.group(0).upper() if word else "", lowest, depth
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -335,6 +379,10 @@ class _Connection(psycopg.Connection):
     _encoding: str | None = None
     #: unpredictable 64-bit numbers for next_seed, drawn from the OS 64 at a time
     _entropy: list[int] | None = None
+    #: the row loader of every query on the connection: its loaders, made per column type
+    #: once, are set again from each query's first result (``set_pgresult``); a new one per
+    #: query cost about 10 us (psycopg's cursors make one per query)
+    _transformer: Transformer | None = None
 
     def next_seed(self) -> float:
         """An unpredictable ``setseed`` argument in [-1, 1) (52 random bits)."""
@@ -596,22 +644,28 @@ class PostgresEngine:
             )
         if "\x00" in sql_text:
             raise QueryError("syntax", "SQL text contains a NUL character")
-        # Lexed once: without a backtick, both lexings (with and without backtick quotes) agree.
-        tokens = None if "`" in sql_text else _tokens(sql_text, '"')
-        statements = split_one_statement(sql_text, tokens)
-        if len(statements) != 1:
-            raise QueryError(
-                "rejected", "submit exactly one SQL statement" if statements else "empty SQL"
-            )
-        # Outside its one statement, the text holds only whitespace, comments and semicolons:
-        # its tokens give the statement's first word and parenthesis depths.
-        word = first_keyword(statements[0]) if tokens is None else _first_word(sql_text, tokens)
+        fast = _guard_fast(sql_text)
+        if fast is not None:
+            statement, word, lowest, final = fast
+        else:
+            # Lexed once: without a backtick, both lexings (with and without backtick quotes)
+            # agree.
+            tokens = None if "`" in sql_text else _tokens(sql_text, '"')
+            statements = split_one_statement(sql_text, tokens)
+            if len(statements) != 1:
+                raise QueryError(
+                    "rejected", "submit exactly one SQL statement" if statements else "empty SQL"
+                )
+            # Outside its one statement, the text holds only whitespace, comments and
+            # semicolons: its tokens give the statement's first word and parenthesis depths.
+            statement = statements[0]
+            word = first_keyword(statement) if tokens is None else _first_word(sql_text, tokens)
+            lowest, final = paren_depths_fast(sql_text, tokens)
         if word in _COMMANDS:
             raise QueryError(
                 "rejected", f"only read-only single SELECT statements are allowed (got {word})"
             )
-        lowest, final = paren_depths_fast(sql_text, tokens)
-        sql_text = statements[0]
+        sql_text = statement
         if lowest < 0 or final != 0:
             raise QueryError("syntax", "unbalanced parentheses in the SQL text")
         for attempt in range(2):
@@ -771,7 +825,9 @@ class PostgresEngine:
         rows: list[tuple] = []
         columns: tuple[str, ...] = ()
         size = 0
-        transformer = Transformer(connection)
+        transformer = connection._transformer
+        if transformer is None:
+            transformer = connection._transformer = Transformer(connection)
         flat: bool | None = None
         getsizeof = sys.getsizeof
         while (res := result()) is not None:
@@ -809,6 +865,7 @@ class PostgresEngine:
                 columns = tuple([(name or b"").decode(encoding) for name in names])
             elif status == _FATAL and failure is None:
                 failure = errors.error_from_result(res, encoding=encoding)
+        transformer.set_pgresult(None, set_loaders=False)  # (the last chunk's memory)
         clean = failure is None
         for _statement in range(2):  # the reset SELECT, ROLLBACK
             res = result()
