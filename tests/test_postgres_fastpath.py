@@ -14,6 +14,7 @@ import collections
 import json
 import random
 import sys
+import threading
 import time
 
 import psycopg
@@ -154,6 +155,22 @@ def test_one_connection_loads_alternating_column_types_like_a_plain_connection(p
         assert _kinds(result.rows) == _kinds(rows), sql
         pids.add(_backend_pid(engine))
     assert len(pids) == 1  # all of them on the one pooled connection
+
+
+def test_a_query_waiting_for_the_pool_gets_the_connection_put_back(pair):
+    """put wakes a thread waiting in get (it notifies only when one waits)."""
+    engine, _plain_connection = pair
+    held = engine._pool.get(5.0)  # the pool's one connection
+    outcome: dict = {}
+    waiter = threading.Thread(target=lambda: outcome.update(r=engine.execute("SELECT 41 + 1")))
+    waiter.start()
+    time.sleep(0.3)
+    assert waiter.is_alive() and not outcome  # waiting for the connection
+    started = time.monotonic()
+    engine._pool.put(held)
+    waiter.join(10)
+    assert not waiter.is_alive() and time.monotonic() - started < 5
+    assert outcome["r"].rows == [(42,)]
 
 
 @pytest.mark.parametrize("corpus_name", ["bird_interact", "bird"])

@@ -403,6 +403,7 @@ class _Pool:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._closed = False
+        self._waiting = 0  # threads waiting in get (put notifies only then)
 
     def get(self, timeout_s: float) -> _Connection:
         with self._lock:  # (the common case: an idle connection, no waiting)
@@ -421,7 +422,11 @@ class _Pool:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise QueryError("timeout", "no PostgreSQL connection became free in time")
-                self._cond.wait(remaining)
+                self._waiting += 1
+                try:
+                    self._cond.wait(remaining)
+                finally:
+                    self._waiting -= 1
         try:
             connection = _Connection.connect(
                 self._conninfo, autocommit=True, prepare_threshold=None
@@ -438,18 +443,20 @@ class _Pool:
         return connection
 
     def put(self, connection: _Connection, *, broken: bool = False) -> None:
-        if broken or connection.closed or connection.pgconn.transaction_status != _IDLE:
+        pgconn = connection.pgconn
+        if broken or pgconn.status == _BAD or pgconn.transaction_status != _IDLE:
             with contextlib.suppress(Exception):
                 connection.close()
             self._forget()
             return
-        with self._cond:
+        with self._lock:  # (the condition's lock: Condition's own methods are Python code)
             if self._closed:
                 connection.close()
                 self._open -= 1
             else:
                 self._idle.append(connection)
-            self._cond.notify()
+            if self._waiting:
+                self._cond.notify()
 
     def _forget(self) -> None:
         with self._cond:
@@ -838,10 +845,11 @@ class PostgresEngine:
                     flat = _flat_result(res)
                 batch = transformer.load_rows(0, res.ntuples, tuple)
                 rows.extend(batch)
-                # (for flat rows, _flat_row_bytes summed in two passes)
+                # (for flat rows, _flat_row_bytes summed in two passes; the tuples of a chunk
+                # all have the result's length, so each takes the first one's size)
                 size += (
-                    sum(map(getsizeof, batch)) + sum(map(getsizeof, _chain(batch)))
-                    if flat
+                    len(batch) * getsizeof(batch[0]) + sum(map(getsizeof, _chain(batch)))
+                    if flat and batch
                     else sum(map(_row_bytes, batch))
                 )
                 if size > cap:
@@ -861,8 +869,13 @@ class PostgresEngine:
                     raise QueryError("too_large", f"the result is larger than {_mib(cap)}")
             elif status == _TUPLES:
                 # The end of the rows (in single-row mode, none), with the column names.
-                names = map(res.fname, range(res.nfields))
-                columns = tuple([(name or b"").decode(encoding) for name in names])
+                # (decoded in one piece: a name holds no NUL)
+                count = res.nfields
+                columns = (
+                    tuple(b"\0".join(map(res.fname, range(count))).decode(encoding).split("\0"))
+                    if count
+                    else ()
+                )
             elif status == _FATAL and failure is None:
                 failure = errors.error_from_result(res, encoding=encoding)
         transformer.set_pgresult(None, set_loaders=False)  # (the last chunk's memory)
@@ -889,7 +902,7 @@ class PostgresEngine:
     @staticmethod
     def _reset(connection: _Connection) -> bool:
         """Roll back and drop session-level leftovers; False when the connection is unusable."""
-        if connection.closed:
+        if connection.pgconn.status == _BAD:  # (connection.closed)
             return False
         if connection._reset_done:
             # The verification's own pipeline ended with the reset.
@@ -1240,6 +1253,7 @@ def _drop_database(admin: psycopg.Connection, name: str) -> None:
 
 _chain = itertools.chain.from_iterable
 _IDLE = pq.TransactionStatus.IDLE
+_BAD = pq.ConnStatus.BAD  # (Connection.closed: the status is BAD)
 _CHUNK = pq.ExecStatus.TUPLES_CHUNK
 # libpq's chunked-rows mode (libpq 17 and later).
 _CHUNKED_ROWS = pq.version() >= 170000
