@@ -550,8 +550,9 @@ class PostgresEngine:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._jobs_thread: threading.Thread | None = None
         self._task_slot = WorkerSlot("postgres-task", "", "PostgreSQL")
-        # the wrapper's tail per (row guard, LIMIT)
-        self._tails: dict[tuple[int, int], str] = {}
+        # what a query's limits and chunk size make of a run, per (limits, chunk_rows):
+        # (limits, timeout_s, grace, budget_ms, cap, chunk, row_cap, tail)
+        self._plans: dict[tuple[int, int | None], tuple] = {}
 
     @staticmethod
     def _conninfo_params(dsn: str, dbname: str | None, connect_timeout_s: float) -> dict:
@@ -733,24 +734,17 @@ class PostgresEngine:
         with the same memory bound.)
         """
         start = time.monotonic() if started is None else started
-        deadline = start + limits.timeout_s
+        plan = self._plans.get((id(limits), chunk_rows))
+        if plan is None or plan[0] is not limits:  # (the plan holds its limits: id stays theirs)
+            plan = self._plan(limits, chunk_rows)
+        _limits, timeout_s, grace_s, budget_ms, cap, chunk, row_cap, tail = plan
+        deadline = start + timeout_s
         # Past this, the query is stuck where no interrupt reaches it (a long built-in call):
         # the connection is dropped and the query fails with ``timeout``.
-        stop = deadline + _grace_s(limits.timeout_s)
-        budget_ms = max(1, int(limits.timeout_s * 1000))
+        stop = deadline + grace_s
         encoding = connection._encoding
         if encoding is None:
             encoding = connection._encoding = connection.info.encoding
-        cap = int(limits.max_result_bytes)
-        chunk = self._chunk_rows if chunk_rows is None else chunk_rows
-        row_cap = cap // (chunk * _CHUNK_SHARE) if chunk > 1 else cap
-        if row_cap < _MIN_CHUNK_ROW_CAP or not _CHUNKED_ROWS:
-            chunk, row_cap = 1, cap
-        tail_key = (row_cap, limits.max_rows + 1)
-        tail = self._tails.get(tail_key)
-        if tail is None:
-            tail = _WRAP_TAIL.format(cap=tail_key[0], marker=_ROW_MARKER, limit=tail_key[1])
-            self._tails[tail_key] = tail
         try:
             query = (_WRAP_HEAD + sql_text + tail).encode(encoding)
         except UnicodeEncodeError as error:
@@ -766,9 +760,10 @@ class PostgresEngine:
             connection._poll = select.poll()
             connection._poll.register(pgconn.socket, select.POLLIN)
         poll = connection._poll
+        is_busy, get_result = pgconn.is_busy, pgconn.get_result
 
         def result() -> pq.abc.PGresult | None:
-            while pgconn.is_busy():
+            while is_busy():
                 remaining = stop - time.monotonic()
                 # poll releases the GIL while it waits
                 if remaining <= 0 or not poll.poll(max(1, int(remaining * 1000) + 1)):
@@ -777,7 +772,7 @@ class PostgresEngine:
                         raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
                     continue
                 pgconn.consume_input()
-            return pgconn.get_result()
+            return get_result()
 
         pgconn.enter_pipeline_mode()
         if connection._budget_ms != budget_ms:
@@ -898,6 +893,22 @@ class PostgresEngine:
         if len(rows) > limits.max_rows:
             raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")
         return QueryResult(columns, rows)
+
+    def _plan(self, limits: Limits, chunk_rows: int | None) -> tuple:
+        """What ``limits`` and ``chunk_rows`` make of a run (see ``_plans``), kept."""
+        cap = int(limits.max_result_bytes)
+        chunk = self._chunk_rows if chunk_rows is None else chunk_rows
+        row_cap = cap // (chunk * _CHUNK_SHARE) if chunk > 1 else cap
+        if row_cap < _MIN_CHUNK_ROW_CAP or not _CHUNKED_ROWS:
+            chunk, row_cap = 1, cap
+        tail = _WRAP_TAIL.format(cap=row_cap, marker=_ROW_MARKER, limit=limits.max_rows + 1)
+        budget_ms = max(1, int(limits.timeout_s * 1000))
+        plan = (limits, limits.timeout_s, _grace_s(limits.timeout_s), budget_ms, cap, chunk)
+        plan += (row_cap, tail)
+        if len(self._plans) >= 64:  # (limits made per call: keep the latest few)
+            self._plans.clear()
+        self._plans[id(limits), chunk_rows] = plan
+        return plan
 
     @staticmethod
     def _reset(connection: _Connection) -> bool:
