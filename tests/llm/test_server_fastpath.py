@@ -228,3 +228,24 @@ def test_word_cache_stays_bounded():
 def test_loads_keeps_integers_beyond_64_bits(body):
     got, expected = core._loads(body), json.loads(body)
     assert repr(got) == repr(expected)
+
+
+#: the asker-turn pattern as first written (``^Q``): the faster one must match the same
+_FIRST_ASKER_TURN_PATTERN = r'(?m)(?:You asked:|^Q\d+: |"clarification", "output": "[^<])'
+
+
+def test_asker_turn_pattern_matches_as_first_written():
+    import random
+    import re
+
+    from ambitab_gym.testing.llm_server import ASKER_TURN_PATTERN
+
+    fast, first = re.compile(ASKER_TURN_PATTERN), re.compile(_FIRST_ASKER_TURN_PATTERN)
+    rng = random.Random(19)
+    pieces = ["Q", "Q7: ", "1", "23", ":", " ", "\n", "\r\n", "You asked:", "<", "x", "é"]
+    pieces += ['"clarification", "output": "', '"clarification", "output": "<']
+    texts = ["", "Q1: a", "\nQ1: a", "xQ1: a", "Q1:a", "Q: a"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(5000)]
+    for text in texts:
+        assert fast.findall(text) == first.findall(text), text
+    assert len(fast.findall("Q1: a\nQ2: b\nzQ3: c\nYou asked: d")) == 3
