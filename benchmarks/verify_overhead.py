@@ -17,6 +17,10 @@ The ``postgres`` row also carries ``floor_*`` figures (:func:`_postgres_floor`):
 queries straight through libpq, alone and with the engine's isolation (row guard, read-only
 transaction, reset), so the part of the overhead that is the isolation itself is visible next
 to the ratio, plus ``cpu_*``: client and server CPU per query of bare and of the engine.
+``--postgres-baseline FILE`` (an older copy of ``ambitab_gym/verify/postgres.py``, e.g. from
+``git show <commit>:ambitab_gym/verify/postgres.py``) runs that module's engine in the same
+rounds (``floor_baseline_ms``, ``cpu_baseline_*``, ``engine_vs_baseline``): old and new side by
+side in one process.
 
 The write rows (``sqlite_write``, ``duckdb_write``, ``postgres_write``) verify a write task
 (``CREATE TABLE ... AS``, ``INSERT``, ``UPDATE``, ``DELETE`` and a test case that counts the
@@ -33,6 +37,7 @@ interrupt reaches them) from submission to verdict, under ``Limits(timeout_s=--t
 each statement's bare duration on a plain connection (``--bare``; capped at 60 s).
 
     python benchmarks/verify_overhead.py [--queries 8] [--repeats 40] [--engines sqlite,duckdb]
+        [--postgres-baseline old_postgres.py]
     python benchmarks/verify_overhead.py --hostile [--timeout 5] [--bare]
 
 Last line: ``{"sqlite": {"bare_ms", "verify_ms", "overhead_ms", "ratio"}, "sqlite_worker": {...},
@@ -290,7 +295,9 @@ def _duckdb_write(n: int, repeats: int) -> dict:
         connection.close()
 
 
-def _postgres(n: int, repeats: int, *, write: bool = False) -> dict | None:
+def _postgres(
+    n: int, repeats: int, *, write: bool = False, baseline: str | None = None
+) -> dict | None:
     try:
         from postgres_cluster import PostgresCluster, PostgresUnavailable
     except ImportError:
@@ -325,7 +332,9 @@ def _postgres(n: int, repeats: int, *, write: bool = False) -> dict | None:
             verifier.close()
             for connection in connections.values():
                 connection.close()
-        figures["postgres"] |= _postgres_floor(records, corpus.name, reader, repeats)
+        figures["postgres"] |= _postgres_floor(
+            records, corpus.name, reader, repeats, baseline=baseline
+        )
         if write:
             figures["postgres_write"] = _postgres_write(cluster, corpus, reader, repeats)
         return figures
@@ -342,7 +351,17 @@ def _schedstat_s(pid: int) -> float | None:
         return None
 
 
-def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dict:
+def _load_baseline(path: str):
+    """An older copy of the PostgreSQL engine module, loaded beside the current one."""
+    spec = importlib.util.spec_from_file_location("ambitab_benchmark_postgres_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _postgres_floor(
+    records, corpus_name: str, reader: str, repeats: int, *, baseline: str | None = None
+) -> dict:
     """The part of the PostgreSQL overhead that is the isolation itself, side by side.
 
     Per query (medians summed, interleaved rounds), straight through libpq on the engine's own
@@ -350,8 +369,8 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
     message), ``guarded`` (wrapped in the engine's row guard and ``LIMIT``) and ``isolated``
     (the engine's whole pipeline: prepared ``BEGIN READ ONLY``, the guarded query in chunked
     rows, the prepared reset and ``ROLLBACK``), none of them loading rows into Python; and
-    ``PostgresEngine.execute`` (statement guard, pool, rows loaded and measured). Plus CPU per query of the bare psycopg call and of
-    the engine: this thread's and the server backend's (``/proc/<pid>/schedstat``), which a
+    ``PostgresEngine.execute`` (statement guard, pool, rows loaded and measured). Plus CPU per query of the bare psycopg call, of
+    the engine and of the isolated libpq pipeline (the engine's own Python is the difference): this thread's and the server backend's (``/proc/<pid>/schedstat``), which a
     busy machine disturbs less than wall time.
     """
     from psycopg import pq
@@ -367,7 +386,8 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
         marker=engine_module._ROW_MARKER,
         limit=limits.max_rows + 1,
     )
-    raws, bares, engines = {}, {}, {}
+    raws, bares, engines, olds = {}, {}, {}, {}
+    old_module = _load_baseline(baseline) if baseline else None
     for record in records:
         db = database_name(corpus_name, record.verification.database)
         if db not in engines:
@@ -376,6 +396,9 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
             )
             engines[db] = engine_module.PostgresEngine(reader, dbname=db, pool_size=1)
             engines[db].execute("SELECT 1")  # the session's limits and prepared statements
+            if old_module is not None:
+                olds[db] = old_module.PostgresEngine(reader, dbname=db, pool_size=1)
+                olds[db].execute("SELECT 1")
             # The engine's own connection (one): the libpq runs use it between its queries.
             connection = engines[db]._pool.get(5.0)
             raws[db] = connection.pgconn
@@ -415,16 +438,22 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
             "isolated": lambda: pipeline(pgconn, isolated, 1),
             "engine": lambda: engines[db].execute(sql),
             "bare": lambda: bares[db].execute(sql).fetchall(),
-        }
+        } | ({"baseline": lambda: olds[db].execute(sql)} if olds else {})
 
     totals: dict[str, float] = {}
-    cpu = {"bare": [0.0, 0.0, 0], "engine": [0.0, 0.0, 0]}
+    cpu = {"bare": [0.0, 0.0, 0], "engine": [0.0, 0.0, 0], "isolated": [0.0, 0.0, 0]}
     backend = {
         "bare": {db: c.pgconn.backend_pid for db, c in bares.items()},
         "engine": {
             db: e.execute("SELECT pg_backend_pid()").rows[0][0] for db, e in engines.items()
         },
     }
+    backend["isolated"] = backend["engine"]  # (the libpq runs use the engine's connection)
+    if olds:
+        cpu["baseline"] = [0.0, 0.0, 0]
+        backend["baseline"] = {
+            db: e.execute("SELECT pg_backend_pid()").rows[0][0] for db, e in olds.items()
+        }
     try:
         for record in records:
             sql = record.verification.reference_sql
@@ -451,7 +480,7 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
     finally:
         for connection in bares.values():
             connection.close()
-        for engine in engines.values():
+        for engine in [*engines.values(), *olds.values()]:
             engine.close()
     n = len(records)
     floor = {f"floor_{name}_ms": round(total * 1e3 / n, 3) for name, total in totals.items()} | {
@@ -472,9 +501,21 @@ def _postgres_floor(records, corpus_name: str, reader: str, repeats: int) -> dic
         f"engine {floor['floor_engine_ms']:.3f}: bare + isolation alone is ratio "
         f"{floor['floor_bare_plus_isolation_ratio']:.2f}. CPU per query: bare client "
         f"{floor['cpu_bare_client_ms']:.3f} server {floor['cpu_bare_server_ms']:.3f}, engine "
-        f"client {floor['cpu_engine_client_ms']:.3f} server {floor['cpu_engine_server_ms']:.3f}",
+        f"client {floor['cpu_engine_client_ms']:.3f} server {floor['cpu_engine_server_ms']:.3f}"
+        f" (the same pipeline straight through libpq, no rows loaded: client "
+        f"{floor['cpu_isolated_client_ms']:.3f}; the engine's Python adds "
+        f"{floor['cpu_engine_client_ms'] - floor['cpu_isolated_client_ms']:.3f})",
         file=sys.stderr,
     )
+    if olds:
+        floor["engine_vs_baseline"] = round(totals["engine"] / totals["baseline"], 3)
+        print(
+            f"postgres engine vs baseline ({baseline}): {floor['floor_engine_ms']:.3f} vs "
+            f"{floor['floor_baseline_ms']:.3f} ms/query (ratio {floor['engine_vs_baseline']:.3f}"
+            f"); client CPU {floor['cpu_engine_client_ms']:.3f} vs "
+            f"{floor['cpu_baseline_client_ms']:.3f} ms/query",
+            file=sys.stderr,
+        )
     return floor
 
 
@@ -579,6 +620,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--hostile", action="store_true", help="time hostile statements instead")
     parser.add_argument("--timeout", type=float, default=5.0, help="--hostile: Limits.timeout_s")
     parser.add_argument("--bare", action="store_true", help="--hostile: also time them bare")
+    parser.add_argument(
+        "--postgres-baseline",
+        metavar="FILE",
+        help="an older copy of ambitab_gym/verify/postgres.py to time beside the current engine",
+    )
     args = parser.parse_args(argv)
     if args.hostile:
         hostile = _hostile(args.timeout, args.bare)
@@ -598,7 +644,12 @@ def main(argv: list[str] | None = None) -> dict:
         if name in wanted
     }
     if "postgres" in wanted or "postgres_write" in wanted:
-        postgres = _postgres(args.queries, args.repeats, write="postgres_write" in wanted)
+        postgres = _postgres(
+            args.queries,
+            args.repeats,
+            write="postgres_write" in wanted,
+            baseline=args.postgres_baseline,
+        )
         if postgres is not None:
             results.update({name: figures for name, figures in postgres.items() if name in wanted})
     for engine, figures in results.items():
