@@ -45,8 +45,9 @@ processes need more than their cores: cpu_ceiling or cpu_share say which) or ``l
 (none of these: the ratio is what the ideal allows).
 
 The server is the asyncio HTTP/1.1 core of ``ambitab_gym.testing.llm_server_core`` in a process
-of its own on uvloop (about 0.07 ms of CPU per request here: a fifth of a core at 2,560 requests
-per second; one read per request head, cached word counts, a templated reply), so the ratio
+of its own on uvloop (0.08-0.09 ms of CPU per request in the bare run, 0.10-0.20 ms with the
+campaign's longer prompts: a quarter of a core at 256 in flight; one read per request head,
+cached word counts, a templated reply), so the ratio
 measures the client, the env, the policies and oracle, the verifier and the results store. It
 is one process: its ``stats()["requests"]`` counts every call exactly. Requests that arrive in
 a wave (every slot's reply comes back after the same L, so slots move in step) still queue on
