@@ -25,17 +25,21 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from executor_contract import (  # noqa: E402
+    check_driver_death_resumes,
+    check_leakage_matches_local,
+    check_same_rows_as_local,
+)
+from executor_contract import keys as _keys  # noqa: E402
+from executor_contract import rows as _rows  # noqa: E402
+
 from ambitab_gym.cli import main  # noqa: E402
-from ambitab_gym.diagnostics import LeakageConfig, run_leakage  # noqa: E402
 from ambitab_gym.errors import ConfigurationError  # noqa: E402
 from ambitab_gym.evaluation import ResultsStore  # noqa: E402
 from ambitab_gym.evaluation.ray_executor import RayExecutor  # noqa: E402
 from ambitab_gym.evaluation.runner import CampaignConfig, run_campaign  # noqa: E402
 from ambitab_gym.llm import LLMClient  # noqa: E402
 from ambitab_gym.testing.llm_server import ScriptedServer, role_rules  # noqa: E402
-
-#: columns that measure time, the only ones allowed to differ between runs
-TIMING = ("timings", "elapsed_s", "created_at")
 
 
 @pytest.fixture(scope="module")
@@ -63,44 +67,13 @@ def executor(shared):
     return shared
 
 
-def _rows(path) -> list[dict]:
-    with ResultsStore(path) as store:
-        rows = [{k: v for k, v in row.items() if k not in TIMING} for row in store.episodes()]
-    return sorted(rows, key=lambda r: (r["condition"], r["seed"], r["record_id"]))
-
-
-def _keys(rows) -> list[tuple]:
-    return [(r["condition"], r["seed"], r["record_id"]) for r in rows]
-
-
 def test_a_ray_campaign_stores_what_the_local_run_stores(executor, tmp_path):
-    config = CampaignConfig("AmbiTab-Bird-v0", asker="generic", seeds=(0, 1), limit=10)
-    local = run_campaign(config, tmp_path / "local.duckdb", progress=False)
-    executor.chunk = 3
-    remote = run_campaign(config, tmp_path / "ray.duckdb", progress=False, executor=executor)
-    expected = _rows(tmp_path / "local.duckdb")
-    assert len(expected) == 3 * 2 * 10
-    assert _rows(tmp_path / "ray.duckdb") == expected
-    assert remote.to_json() == local.to_json()
-    # cut as condition x seed x chunks of at most 3 records: 3 x 2 x ceil(10 / 3) units
-    assert executor.units == 3 * 2 * 4
+    check_same_rows_as_local(executor, tmp_path)
     assert len(set(executor.worker_pids)) == 2 and os.getpid() not in executor.worker_pids
 
 
 def test_a_ray_leakage_campaign_matches_the_local_one(executor, tmp_path):
-    config = LeakageConfig(
-        "AmbiTab-Bird-v0", asker="generic", oracle="leaky-sql-responder", limit=6
-    )
-    local = run_leakage(config, tmp_path / "local.duckdb", progress=False, resamples=100)
-    remote = run_leakage(
-        config,
-        tmp_path / "ray.duckdb",
-        progress=False,
-        resamples=100,
-        executor=executor,
-    )
-    assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "local.duckdb")
-    assert remote.to_json() == local.to_json()
+    check_leakage_matches_local(executor, tmp_path)
 
 
 def _llm_config() -> CampaignConfig:
@@ -137,34 +110,7 @@ def test_a_worker_killed_mid_unit_loses_and_duplicates_nothing(executor, tmp_pat
 
 
 def test_a_driver_killed_mid_campaign_resumes_to_the_same_set(executor, tmp_path):
-    config = CampaignConfig("AmbiTab-Bird-v0", asker="full", seeds=(0,), limit=12)
-    run_campaign(config, tmp_path / "local.duckdb", progress=False)
-    executor.chunk = 2
-
-    class DriverDied(Exception):
-        pass
-
-    class DyingStore(ResultsStore):
-        def add_episode(self, row):
-            if self._seen == 7:
-                raise DriverDied  # the driver goes away after storing 7 rows
-            self._seen += 1
-            super().add_episode(row)
-
-    store = DyingStore(tmp_path / "ray.duckdb")
-    store._seen = 0
-    with pytest.raises(DriverDied):
-        run_campaign(config, store, progress=False, executor=executor)
-    store.close()
-    stored = _keys(_rows(tmp_path / "ray.duckdb"))
-    assert len(stored) == 7
-    missing = {c: 12 - sum(1 for k in stored if k[0] == c) for c in ("none", "asker", "full")}
-    run_campaign(config, tmp_path / "ray.duckdb", progress=False, executor=executor)
-    rows = _rows(tmp_path / "ray.duckdb")
-    assert len(_keys(rows)) == len(set(_keys(rows))) == 36
-    assert rows == _rows(tmp_path / "local.duckdb")
-    # only the missing episodes ran, cut into units of at most 2 per condition
-    assert executor.units == sum(-(-n // 2) for n in missing.values())
+    check_driver_death_resumes(executor, tmp_path)
 
 
 def test_workers_are_spread_across_model_servers(executor, tmp_path):
