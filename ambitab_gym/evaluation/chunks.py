@@ -6,9 +6,11 @@ processes; both cut them the same way, ship the plan the same way and count the 
 their workers the same way - here, once:
 
 * :func:`work_chunks` - the pending units cut into work chunks: condition x seed x a slice of
-  records. A chunk's rows are returned (and stored by the driver) when the whole chunk is done,
-  so a worker that dies loses only the rows of the chunks it held; they are run again, and
-  nothing is stored twice.
+  records. The driver stores rows only as they come back (Ray: a whole chunk at a time; local
+  processes: as episodes finish), so a worker that dies loses only the units it had not
+  returned; they are run again, and nothing is stored twice.
+* :func:`check_executor_settings` - the worker count and chunk size every executor refuses
+  the same way.
 * :func:`dumps_plan`, :func:`loads_plan` - a campaign plan as bytes (cloudpickle: its ``parts``
   closure travels by value), its LLM clients left out as references so that each worker plugs
   in its own; engines, connection pools and LLM connections are never pickled (each part
@@ -42,7 +44,28 @@ try:  # optional (the llm-fast extra): the workers' loops are uvloop's, as a loc
 except ImportError:  # pragma: no cover - depends on the environment
     uvloop = None
 
-__all__ = ["UnitRunner", "dumps_plan", "loads_plan", "new_event_loop", "usage_since", "work_chunks"]
+__all__ = [
+    "UnitRunner",
+    "check_executor_settings",
+    "dumps_plan", "loads_plan",
+    "new_event_loop",
+    "usage_since",
+    "work_chunks",
+]
+
+
+def check_executor_settings(kind: str, workers: int | None, chunk: int | None) -> None:
+    """Refuse fewer than one worker or a chunk of fewer than one record (None: the default).
+
+    >>> check_executor_settings("process", 0, None)
+    Traceback (most recent call last):
+    ...
+    ambitab_gym.errors.ConfigurationError: a process campaign needs at least one worker, not 0
+    """
+    if workers is not None and workers < 1:
+        raise ConfigurationError(f"a {kind} campaign needs at least one worker, not {workers}")
+    if chunk is not None and chunk < 1:
+        raise ConfigurationError(f"a work unit needs at least one record, not {chunk}")
 
 
 def work_chunks(units: Sequence[WorkUnit], chunk: int) -> list[list[WorkUnit]]:

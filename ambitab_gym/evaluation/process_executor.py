@@ -61,7 +61,13 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
 from ambitab_gym.errors import AmbiTabError, ConfigurationError
-from ambitab_gym.evaluation.chunks import UnitRunner, dumps_plan, usage_since, work_chunks
+from ambitab_gym.evaluation.chunks import (
+    UnitRunner,
+    check_executor_settings,
+    dumps_plan,
+    usage_since,
+    work_chunks,
+)
 from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit
 from ambitab_gym.llm.client import LLMClient
 
@@ -301,12 +307,7 @@ class ProcessExecutor:
     _runs: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.workers is not None and self.workers < 1:
-            raise ConfigurationError(
-                f"a process campaign needs at least one worker, not {self.workers}"
-            )
-        if self.chunk is not None and self.chunk < 1:
-            raise ConfigurationError(f"a work unit needs at least one record, not {self.chunk}")
+        check_executor_settings("process", self.workers, self.chunk)
         if self.max_restarts < 0:
             raise ConfigurationError(f"max_restarts must be 0 or more, not {self.max_restarts}")
         # workers left running when the executor is dropped without close() end with it

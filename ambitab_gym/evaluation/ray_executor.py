@@ -42,6 +42,7 @@ from typing import Any
 from ambitab_gym.errors import AmbiTabError, ConfigurationError, MissingDependency
 from ambitab_gym.evaluation.chunks import (
     UnitRunner,
+    check_executor_settings,
     dumps_plan,
     loads_plan,
     usage_since,
@@ -140,12 +141,7 @@ class RayExecutor:
     _runs: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.workers is not None and self.workers < 1:
-            raise ConfigurationError(
-                f"a Ray campaign needs at least one worker, not {self.workers}"
-            )
-        if self.chunk is not None and self.chunk < 1:
-            raise ConfigurationError(f"a work unit needs at least one record, not {self.chunk}")
+        check_executor_settings("Ray", self.workers, self.chunk)
 
     def chunk_for(self, *, concurrency: int) -> int:
         """Records per work unit: the given ``chunk``, else enough to keep ``concurrency``
