@@ -320,7 +320,7 @@ async def run_units(
     (:mod:`ambitab_gym.evaluation.ray_executor`, :mod:`ambitab_gym.evaluation.process_executor`).
     """
     streaming = isinstance(units, asyncio.Queue)
-    if isinstance(units, asyncio.Queue):
+    if streaming:
         queue = units
     else:
         queue = asyncio.Queue()
