@@ -99,7 +99,7 @@ class ProceduralEnv(AmbiTabEnv):
         keep: int = 64,
         pool: DatabasePool | None = None,
         prefetch: int = 0,
-        prefetch_depth: int = 16,
+        prefetch_depth: int = 64,
         prefetch_context: str | None = None,
         **kwargs: Any,
     ) -> None:

@@ -43,6 +43,7 @@ from ambitab_gym.records import TaskRecord
 __all__ = ["PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
 
 _POLL_S = 0.2  # how often a blocked worker looks for a new command or a dead parent
+_IDLE_S = 0.02  # how often a worker whose queue is full looks for room (a timer, not a wake-up)
 _STOP = None
 
 
@@ -82,6 +83,14 @@ class PrefetchedTask:
 def _parent_alive() -> bool:
     parent = multiprocessing.parent_process()
     return parent is None or parent.is_alive()
+
+
+def _nothing_queued(results: Any) -> bool:
+    """Whether no message waits for the consumer (sent or still in the feeder's buffer)."""
+    try:
+        return results.qsize() == 0
+    except NotImplementedError:  # macOS: no semaphore count; the pipe alone
+        return results.empty()
 
 
 def _send(results: Any, control: Any, message: tuple) -> bool:
@@ -136,25 +145,34 @@ def _work(
                 return
             continue
         epoch, generator, stream = job
-        seed = task_seed(stream, index)
-        try:
-            task = generator.generate(seed)
-        except AmbiTabError as error:  # sent on: the env raises it where it asked
-            job = None
-            messages = [(epoch, pending), (epoch, error)] if pending else [(epoch, error)]
-            pending = []
-            sent = all(_send(results, control, message) for message in messages)
-            if not sent and not _parent_alive():
+        if len(pending) < batch:
+            seed = task_seed(stream, index)
+            try:
+                task = generator.generate(seed)
+            except AmbiTabError as error:  # sent on: the env raises it where it asked
+                job = None
+                messages = [(epoch, pending), (epoch, error)] if pending else [(epoch, error)]
+                pending = []
+                sent = all(_send(results, control, message) for message in messages)
+                if not sent and not _parent_alive():
+                    return
+                continue
+            pending.append(PrefetchedTask(index, seed, task.records))
+            index += workers
+        # gather while the consumer has tasks to take; send at once when it may wait
+        if len(pending) >= batch or _nothing_queued(results):
+            try:
+                results.put_nowait((epoch, pending))
+                pending = []
+            except queue.Full:
+                pass
+        if len(pending) >= batch:
+            # full: look again after a while, never blocked on the queue, so that the consumer
+            # taking a message does not wake this process (on a busy machine a woken worker
+            # can take the consumer's core in the middle of its reset)
+            time.sleep(_IDLE_S)
+            if not _parent_alive():
                 return
-            continue
-        pending.append(PrefetchedTask(index, seed, task.records))
-        index += workers
-        # gather while the consumer has a message to take; send at once when it may wait
-        if len(pending) >= batch or results.empty():
-            sent = _send(results, control, (epoch, pending))
-            if not sent and not _parent_alive():
-                return
-            pending = []
 
 
 def _shutdown(processes: list, controls: list, results: list) -> None:
@@ -210,7 +228,7 @@ class TaskPrefetcher:
         self,
         *,
         workers: int = 1,
-        depth: int = 16,
+        depth: int = 64,
         context: str | None = None,
         warm: GeneratorConfig | None = None,
         batch: int = 8,
