@@ -23,6 +23,7 @@ Campaigns and diagnostics (paper A.4, Appendix E):
 * :data:`ABORT_AFTER_ERRORS` - a campaign stops after this many episodes in a row ended in a
   server error (connection, timeout, 5xx, 429): the server is down, not the asker failing.
 * :data:`CONCURRENCY`, :data:`LLM_CONCURRENCY` - episodes in flight without / with an LLM server.
+* :data:`SLOT_START_INTERVAL_S` - seconds between the starts of a campaign's episode slots.
 * :data:`BOOTSTRAP_RESAMPLES`, :data:`BOOTSTRAP_SEED`, :data:`SPEC_SEED`.
 
 Verifier limits for submitted SQL (:class:`ambitab_gym.verify.Limits`) and trusted queries:
@@ -60,6 +61,7 @@ __all__ = [
     "RESULTS_FILE",
     "SCHEMA_TIMEOUT_S",
     "SEEDS",
+    "SLOT_START_INTERVAL_S",
     "SOLVER",
     "SPEC_SEED",
     "ZERO_AMBIGUITY",
@@ -97,6 +99,14 @@ ABORT_AFTER_ERRORS: int = 20
 CONCURRENCY: int = 1
 #: Episodes (and requests) in flight at once against an LLM server, so it can batch.
 LLM_CONCURRENCY: int = 64
+#: Seconds between the first episodes of a campaign's slots (``--start-interval``): slot i
+#: starts i x this after the run begins, so C slots reach the LLM server over C x this seconds
+#: instead of in one burst. A burst never spreads out against a server with regular latency:
+#: the slots move in waves, and every reply queues behind its wave on the client's and the
+#: server's event loops (``benchmarks/llm_throughput.py`` at 256 in flight, L = 0.1 s: floor
+#: ratio 0.71-0.75 all at once, 0.85-0.94 at 0.4 ms). The cost is once per run: about
+#: C x this / 2 of one slot's time (51 ms at 256 in flight). 0: every slot at once.
+SLOT_START_INTERVAL_S: float = 0.0004
 
 #: Bootstrap resamples of the leakage intervals (paper Appendix E: 2,000).
 BOOTSTRAP_RESAMPLES: int = 2000

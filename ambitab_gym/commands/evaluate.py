@@ -22,6 +22,21 @@ from ambitab_gym.commands._args import (
 __all__ = ["register"]
 
 
+def _seconds(text: str) -> float:
+    """Seconds, 0 or more (``--start-interval``).
+
+    >>> _seconds("0.0004"), _seconds("0")
+    (0.0004, 0.0)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "evaluate",
@@ -71,6 +86,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help=f"episodes in flight (default {defaults.CONCURRENCY}, "
         f"{defaults.LLM_CONCURRENCY} with an LLM)",
+    )
+    parser.add_argument(
+        "--start-interval",
+        type=_seconds,
+        default=defaults.SLOT_START_INTERVAL_S,
+        metavar="SECONDS",
+        help="seconds between the first episodes of the --concurrency slots, so their first "
+        "LLM calls do not reach the server in one burst (default "
+        f"{defaults.SLOT_START_INTERVAL_S:g}; 0: all at once); timing only, not part of the "
+        "campaign",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object as the last line"
@@ -259,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
                 new_campaign=args.new_campaign,
                 progress_interval=args.progress_interval,
                 abort_after=args.abort_after,
+                start_interval_s=args.start_interval,
             )
             if args.csv:
                 count = store.export_csv(args.csv, summary.campaign_id)

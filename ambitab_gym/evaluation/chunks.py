@@ -18,6 +18,7 @@ their workers the same way - here, once:
 * :func:`usage_since` - the LLM calls a worker's clients made since an earlier snapshot (what
   the driver adds to the campaign's clients with
   :meth:`~ambitab_gym.llm.LLMClient.absorb_usage`).
+* :func:`slot_starts` - a worker's share of the campaign's staggered slot starts.
 * :class:`UnitRunner` - a worker's state: the plan it loaded, its clients and its event loop,
   kept from chunk to chunk so that connection pools, engines and cached reference results
   serve them all.
@@ -49,6 +50,7 @@ __all__ = [
     "check_executor_settings",
     "dumps_plan", "loads_plan",
     "new_event_loop",
+    "slot_starts",
     "usage_since",
     "work_chunks",
 ]
@@ -153,6 +155,20 @@ def usage_since(
     return delta
 
 
+def slot_starts(worker: int, workers: int, interval_s: float) -> tuple[float, float]:
+    """Worker ``worker`` of ``workers``'s share of a campaign's staggered start, as
+    ``(start_offset_s, start_interval_s)`` for its :meth:`UnitRunner.run`: the campaign's slots
+    are numbered across the workers in turn (slot ``i`` of worker ``k`` is the campaign's slot
+    ``k + workers * i``) and slot ``j`` starts ``j * interval_s`` after the run begins, as in a
+    local run; so the workers' first calls interleave instead of arriving in ``workers``
+    bursts side by side.
+
+    >>> [slot_starts(k, 2, 0.001) for k in (0, 1)]
+    [(0.0, 0.002), (0.001, 0.002)]
+    """
+    return worker * interval_s, workers * interval_s
+
+
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """A new event loop: uvloop's when installed (as :func:`~ambitab_gym.evaluation.engine.run_loop`
     runs a local campaign), else asyncio's."""
@@ -192,14 +208,20 @@ class UnitRunner:
         return [client.usage_by_role for client in self.clients]
 
     def run(self, units: list[WorkUnit] | asyncio.Queue, concurrency: int,
-            on_row: Callable[[dict], None]) -> None:  # fmt: skip
+            on_row: Callable[[dict], None], *, start_offset_s: float = 0.0,
+            start_interval_s: float = 0.0) -> None:  # fmt: skip
         """Run units (a list, or a queue fed from elsewhere: see
-        :func:`~ambitab_gym.evaluation.engine.run_units`) on this worker's loop."""
+        :func:`~ambitab_gym.evaluation.engine.run_units`) on this worker's loop; its slot
+        ``i`` starts after ``start_offset_s + i * start_interval_s`` seconds (this worker's
+        share of the campaign's staggered start: :func:`slot_starts`; 0: all at once)."""
         assert self.plan is not None, "load a plan first"
         with campaign_gc():  # as a local run's: no rescans of every live request
             self.loop.run_until_complete(
-                run_units(self.plan, units, concurrency=concurrency, on_row=on_row)
-            )
+                run_units(
+                    self.plan, units, concurrency=concurrency, on_row=on_row,
+                    start_offset_s=start_offset_s, start_interval_s=start_interval_s,
+                )
+            )  # fmt: skip
 
     def close(self) -> None:
         """Close the worker's LLM pools and its loop."""

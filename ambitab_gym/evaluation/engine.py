@@ -33,7 +33,9 @@ Speed with many episodes in flight (``benchmarks/llm_throughput.py``): rows go t
 store through :class:`StoreWriter` (one writer thread, rows in arrival order, drained on every
 exit), so the event loop never waits for a DuckDB batch; :func:`campaign_gc` keeps the garbage
 collector from rescanning the campaign's long-lived objects; the loop is uvloop's when uvloop is
-installed (the ``llm-fast`` extra).
+installed (the ``llm-fast`` extra); the slots start a fraction of a millisecond apart
+(``start_interval_s``, :data:`~ambitab_gym.defaults.SLOT_START_INTERVAL_S`), not in one burst
+that would keep them moving in waves against a server with regular latency.
 """
 
 from __future__ import annotations
@@ -308,6 +310,8 @@ async def run_units(
     *,
     concurrency: int,
     on_row: Callable[[dict], None],
+    start_offset_s: float = 0.0,
+    start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
 ) -> None:
     """Run units on the current event loop, ``concurrency`` episodes in flight, each worker
     with its own env and asker per condition (built by ``plan.parts``, closed at the end);
@@ -316,8 +320,30 @@ async def run_units(
     ``units`` is a list, or a queue that others keep filling (a process worker's feed): then
     ``concurrency`` workers wait on it, and each stops at a ``None`` it takes.
 
+    Staggered starts: worker ``i`` takes its first unit ``start_offset_s + i *
+    start_interval_s`` seconds after the start (0 for both: every worker at once), so the
+    first LLM calls of a campaign reach the server spread over time instead of in one burst
+    (see :data:`~ambitab_gym.defaults.SLOT_START_INTERVAL_S`). Only timing changes: each
+    episode's row depends on its unit alone. A cancelled run (Ctrl-C) cancels the workers
+    still waiting for their start like the others.
+
     The episode loop of a local campaign and of every Ray or process worker
     (:mod:`ambitab_gym.evaluation.ray_executor`, :mod:`ambitab_gym.evaluation.process_executor`).
+
+    Example (4 workers, 20 ms apart: the last one starts about 60 ms after the first):
+
+        >>> import asyncio
+        >>> from ambitab_gym.corpora import load_corpus
+        >>> from ambitab_gym.env import AmbiTabEnv
+        >>> from ambitab_gym.policies.scripted import FullAsker
+        >>> corpus = load_corpus("taco")
+        >>> plan = CampaignPlan("evaluate", "id", {}, corpus, corpus.records[:4], (0,),
+        ...                     ("full",), lambda c: (AmbiTabEnv(corpus), FullAsker()))
+        >>> rows = []
+        >>> asyncio.run(run_units(plan, [WorkUnit("full", 0, r) for r in plan.records],
+        ...                       concurrency=4, on_row=rows.append, start_interval_s=0.02))
+        >>> sorted(row["record_id"] for row in rows) == sorted(r.id for r in corpus.records[:4])
+        True
     """
     streaming = isinstance(units, asyncio.Queue)
     if streaming:
@@ -327,9 +353,12 @@ async def run_units(
         for unit in units:
             queue.put_nowait(unit)
 
-    async def worker() -> None:
+    async def worker(index: int) -> None:
         built: dict[str, tuple[Any, Any]] = {}
         try:
+            delay = start_offset_s + index * start_interval_s
+            if delay > 0:
+                await asyncio.sleep(delay)
             while True:
                 if streaming:
                     unit = await queue.get()
@@ -359,7 +388,7 @@ async def run_units(
                 env.close()
 
     count = max(1, concurrency if streaming else min(concurrency, queue.qsize()))
-    await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(count)))
+    await asyncio.gather(*(asyncio.create_task(worker(i)) for i in range(count)))
 
 
 def _duration(seconds: float) -> str:
@@ -620,9 +649,11 @@ def _execute(
     executor: Any = None,
     progress_interval: float | None = None,
     abort_after: int = defaults.ABORT_AFTER_ERRORS,
+    start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
 ) -> None:
     """Run the units (here, or on ``executor``) and store every row as it arrives; stop with
-    :class:`CampaignAborted` after ``abort_after`` server errors in a row (0: never)."""
+    :class:`CampaignAborted` after ``abort_after`` server errors in a row (0: never). The
+    slots start ``start_interval_s`` apart (:func:`run_units`)."""
     bar = _progress(len(units), plan.label or plan.corpus.name, progress, progress_interval)
     streak: list[str] = []  # error categories of the latest episodes, all outages
     stored = [0]
@@ -651,9 +682,16 @@ def _execute(
     try:
         with campaign_gc():
             if executor is None:
-                run_loop(run_units(plan, units, concurrency=concurrency, on_row=on_row))
+                run_loop(
+                    run_units(
+                        plan, units, concurrency=concurrency, on_row=on_row,
+                        start_interval_s=start_interval_s,
+                    )
+                )  # fmt: skip
             else:
-                executor.run(plan, units, on_row, concurrency=concurrency)
+                executor.run(
+                    plan, units, on_row, concurrency=concurrency, start_interval_s=start_interval_s
+                )
     finally:
         bar.close()
         # every row handed over so far is stored, also when the campaign was interrupted
@@ -737,6 +775,7 @@ def run_plan(
     new_campaign: bool = False,
     progress_interval: float | None = None,
     abort_after: int | None = None,
+    start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
 ) -> int:
     """Register the campaign, run every unit not stored yet, store each row; returns how many
     episodes ran.
@@ -752,7 +791,8 @@ def run_plan(
         prepare: called once before the first episode, only when there is work (builds
             expensive shared parts: solvers, LLM oracles).
         executor: runs the units elsewhere: an object with ``run(plan, units, on_row, *,
-            concurrency)`` that calls ``on_row`` here for every row as it arrives (e.g.
+            concurrency, start_interval_s)`` that calls ``on_row`` here for every row as it
+            arrives and starts the campaign's slots ``start_interval_s`` apart (e.g.
             :class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`); None: this process's
             event loop. The store, resume and progress are the same either way.
         retry_errors: also run the episodes stored with an error (their rows are replaced).
@@ -762,12 +802,17 @@ def run_plan(
             :data:`~ambitab_gym.defaults.PROGRESS_INTERVAL_S`).
         abort_after: stop after this many episodes in a row ended in a server error (default
             :data:`~ambitab_gym.defaults.ABORT_AFTER_ERRORS`; 0: never).
+        start_interval_s: seconds between the first episodes of the slots (default
+            :data:`~ambitab_gym.defaults.SLOT_START_INTERVAL_S`; 0: all at once): timing only,
+            not part of the campaign's id; the rows are the same.
 
     Raises:
         CampaignMismatch: see :func:`check_identity`; nothing is stored then.
         CampaignAborted: the server stopped answering (see ``abort_after``); what finished is
             stored.
     """
+    if not start_interval_s >= 0:
+        raise ConfigurationError(f"start_interval_s must be 0 or more, not {start_interval_s}")
     check_identity(plan, store, new_campaign=new_campaign)
     assert plan.name is not None and plan.identity is not None
     store.add_campaign(
@@ -791,5 +836,6 @@ def run_plan(
             executor=executor,
             progress_interval=progress_interval,
             abort_after=defaults.ABORT_AFTER_ERRORS if abort_after is None else abort_after,
+            start_interval_s=start_interval_s,
         )
     return len(units)

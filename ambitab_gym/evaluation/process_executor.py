@@ -21,7 +21,9 @@ LLM clients, opens its own engines and connection pools). The concurrency C is s
 workers: each keeps C / workers episodes in flight on its own loop
 (:func:`~ambitab_gym.evaluation.engine.run_units` fed from a queue), and the driver keeps every
 worker supplied with chunks (as record ids: the worker has the plan's records) ahead of its
-slots, so no worker drains between chunks. Finished rows come back as episodes finish (those
+slots, so no worker drains between chunks. The campaign's slots start ``start_interval_s``
+apart, numbered across the workers in turn (worker k's slot i is the campaign's slot
+k + workers x i), so the first calls reach the server spread out as in a local run. Finished rows come back as episodes finish (those
 of 50 ms in one message); the driver stores them as they arrive, so the progress
 bar, the store, resume and ``--retry-errors`` are those of a local run.
 
@@ -65,6 +67,7 @@ from ambitab_gym.evaluation.chunks import (
     UnitRunner,
     check_executor_settings,
     dumps_plan,
+    slot_starts,
     usage_since,
     work_chunks,
 )
@@ -111,7 +114,9 @@ def split_concurrency(concurrency: int, workers: int) -> list[int]:
 def _serve(tasks: Connection, results: Connection) -> None:
     """A worker process's main: runs one campaign run after another until told to stop.
 
-    Messages in: ``("run", key, plan bytes, clients, concurrency)``, then ``("chunk", id,
+    Messages in: ``("run", key, plan bytes, clients, concurrency, start_offset_s,
+    start_interval_s)`` (the last two: this worker's share of the staggered slot starts,
+    :func:`~ambitab_gym.evaluation.chunks.slot_starts`), then ``("chunk", id,
     [(condition, seed, record id), ...])`` any number of times, then ``("end",)``; ``None``
     (or the driver gone) ends the process. Out: ``("rows", rows, usage)`` as episodes
     finish, ``("done",)`` per run, ``("error", text, exception)`` when something raised.
@@ -125,10 +130,10 @@ def _serve(tasks: Connection, results: Connection) -> None:
                 return
             if message is None:
                 return
-            _, key, data, clients, concurrency = message
+            _, key, data, clients, concurrency, *starts = message
             try:
                 runner.load(key, lambda data=data: data, clients)
-                gone = _run(runner, concurrency, tasks, results)
+                gone = _run(runner, concurrency, tasks, results, starts)
             except BaseException as error:  # noqa: BLE001 - reported to the driver, then exit
                 with contextlib.suppress(Exception):
                     results.send(("error", f"{type(error).__name__}: {error}", _portable(error)))
@@ -163,9 +168,11 @@ def _portable(error: BaseException) -> BaseException | None:
     return error
 
 
-def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Connection) -> bool:
+def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Connection,
+         starts: list[float]) -> bool:  # fmt: skip
     """One run: chunks from ``tasks`` (read on a thread of their own) feed ``concurrency``
-    episode slots on the runner's loop; finished rows go back together every :data:`_FLUSH_S`
+    episode slots on the runner's loop, slot ``i`` starting ``starts[0] + i * starts[1]``
+    seconds in; finished rows go back together every :data:`_FLUSH_S`
     seconds (with the LLM calls made since the previous message). Returns whether the driver went away
     (then the process ends)."""
     loop = runner.loop
@@ -228,7 +235,8 @@ def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Conne
     for thread in threads:
         thread.start()
     try:
-        runner.run(feed, concurrency, on_row)
+        offset, interval = starts
+        runner.run(feed, concurrency, on_row, start_offset_s=offset, start_interval_s=interval)
         flush()  # rows of the last pass
     finally:
         outgoing.put(None)
@@ -255,6 +263,8 @@ class _Handle:
     tasks: Connection
     results: Connection
     share: int
+    #: this worker's share of the staggered slot starts: (start_offset_s, start_interval_s)
+    starts: tuple[float, float] = (0.0, 0.0)
     #: chunk -> its units not returned yet, by key
     held: dict[int, dict[tuple[str, int, str], WorkUnit]] = field(default_factory=dict)
     #: a unit's key -> its chunk, for every unit handed over and not returned
@@ -352,17 +362,19 @@ class ProcessExecutor:
         tasks = Connection(task_writer, readable=False)
         return _Handle(process, tasks, Connection(result_reader, writable=False), share)
 
-    def _start(self, shares: list[int]) -> None:
+    def _start(self, shares: list[int], interval_s: float = 0.0) -> None:
         """Workers for this run: the first ``len(shares)`` (started when missing or dead),
-        each told its share; any further ones stay idle for a later run."""
+        each told its share and its slots' starts; any further ones stay idle for a later
+        run."""
         for index, handle in enumerate(self._handles):
             if handle.process.poll() is not None:  # died between runs
                 _end([handle])
                 self._handles[index] = self._spawn(handle.share)
         while len(self._handles) < len(shares):
             self._handles.append(self._spawn(shares[len(self._handles)]))
-        for handle, share in zip(self._handles, shares, strict=False):
+        for index, (handle, share) in enumerate(zip(self._handles, shares, strict=False)):
             handle.share = share
+            handle.starts = slot_starts(index, len(shares), interval_s)
 
     def run(
         self,
@@ -371,9 +383,13 @@ class ProcessExecutor:
         on_row: Callable[[dict], None],
         *,
         concurrency: int,
+        start_interval_s: float = 0.0,
     ) -> None:
         """Run the units on the worker processes; call ``on_row`` here for every row as its
-        chunk finishes.
+        chunk finishes. The campaign's slots start ``start_interval_s`` apart, numbered across
+        the workers in turn (:func:`~ambitab_gym.evaluation.chunks.slot_starts`: worker k's
+        slot i is slot k + workers x i), so their first calls interleave as a local run's; a
+        worker that replaces a dead one starts its slots the same way.
 
         Raises:
             ProcessWorkerError: an exception inside a worker, or more than
@@ -381,7 +397,7 @@ class ProcessExecutor:
         """
         shares = split_concurrency(concurrency, self.workers or _cpus())
         self.units = self.restarts = 0
-        self._start(shares)
+        self._start(shares, start_interval_s)
         data, clients = dumps_plan(plan)
         self._runs += 1
         key = (os.getpid(), id(self), self._runs)
@@ -399,7 +415,7 @@ class ProcessExecutor:
                 self.close()  # workers mid-run cannot serve another; new ones start next time
 
     def _begin(self, handle: _Handle, key: tuple, data: bytes, clients: list[LLMClient]) -> None:
-        handle.tasks.send(("run", key, data, clients, handle.share))
+        handle.tasks.send(("run", key, data, clients, handle.share, *handle.starts))
         handle.key = key
 
     def _supply(self, handle: _Handle, todo: deque, chunk: int) -> None:
@@ -428,6 +444,7 @@ class ProcessExecutor:
         _end([handle])
         index = self._handles.index(handle)
         self._handles[index] = self._spawn(handle.share)
+        self._handles[index].starts = handle.starts
         self._begin(self._handles[index], key, data, clients)
 
     def _take(self, handle: _Handle, message: tuple, clients: list[LLMClient],

@@ -18,6 +18,18 @@ loop (:func:`~ambitab_gym.evaluation.engine.run_units`, ``concurrency`` episodes
 returning the unit's rows. The driver hands rows to the store as units finish
 (``ray.wait``), so the progress bar, the store and resume are those of a local run.
 
+Staggered starts. Every unit a worker runs starts its slots ``start_interval_s`` apart
+(:func:`~ambitab_gym.evaluation.engine.run_units`), not only its first one: an actor runs its
+units one after another, so each unit begins with all of its slots idle - one burst of
+``concurrency`` requests per unit if they started together, and the waves a burst makes last
+the whole unit against a server with regular latency. A ramp costs about
+``concurrency x start_interval_s / 2`` of one slot's time per unit (51 ms at 256 in flight and
+the default interval, against some 2 episodes x calls x L per slot of a default-sized unit);
+the waves cost about as much on every round of calls. The first units of a campaign, which all
+workers start together, are interleaved across the workers (worker k's slot i starts as the
+campaign's slot k + workers x i: :func:`~ambitab_gym.evaluation.chunks.slot_starts`); later
+ones start whenever their worker is free, each over its own slots.
+
 Faults. A worker process that dies is restarted and its unit re-run from the start (Ray's
 actor restart and task retry); its partial rows were never returned, so nothing is stored twice.
 A driver that dies loses only rows not yet flushed; rerunning the campaign runs the episodes the
@@ -45,6 +57,7 @@ from ambitab_gym.evaluation.chunks import (
     check_executor_settings,
     dumps_plan,
     loads_plan,
+    slot_starts,
     usage_since,
     work_chunks,
 )
@@ -80,15 +93,20 @@ class _Worker:
         clients: list[LLMClient],
         units: list[WorkUnit],
         concurrency: int,
+        starts: tuple[float, float] = (0.0, 0.0),
     ) -> tuple[int, list[dict], list[dict[str, UsageSummary]]]:
-        """Run one unit; its rows, and each client's LLM usage during it (by client index)."""
+        """Run one unit, its slot ``i`` starting ``starts[0] + i * starts[1]`` seconds in; its
+        rows, and each client's LLM usage during it (by client index)."""
         import ray
 
         # the plan comes boxed so that Ray hands over the reference, fetched only when new
         self.runner.load(key, lambda: ray.get(boxed_plan[0]), clients)
         before = self.runner.usage()
         rows: list[dict] = []
-        self.runner.run(units, concurrency, rows.append)
+        offset, interval = starts
+        self.runner.run(
+            units, concurrency, rows.append, start_offset_s=offset, start_interval_s=interval
+        )
         usage = [
             usage_since(earlier, now)
             for earlier, now in zip(before, self.runner.usage(), strict=True)
@@ -174,8 +192,10 @@ class RayExecutor:
         on_row: Callable[[dict], None],
         *,
         concurrency: int,
+        start_interval_s: float = 0.0,
     ) -> None:
-        """Run the units on Ray; call ``on_row`` here for every row as its unit finishes.
+        """Run the units on Ray; call ``on_row`` here for every row as its unit finishes. The
+        slots of every unit start ``start_interval_s`` apart (see the module doc).
 
         Raises:
             MissingDependency: Ray is not installed (``pip install 'ambitab-gym[ray]'``).
@@ -197,7 +217,7 @@ class RayExecutor:
                 **self.init_options,
             )
         try:
-            self._run(ray, plan, units, on_row, concurrency)
+            self._run(ray, plan, units, on_row, concurrency, start_interval_s)
         except ray.exceptions.RayError as error:
             raise RayWorkerError(f"a Ray work unit failed: {error}") from error
         finally:
@@ -231,6 +251,7 @@ class RayExecutor:
         units: list[WorkUnit],
         on_row: Callable[[dict], None],
         concurrency: int,
+        start_interval_s: float = 0.0,
     ) -> None:
         tasks = deque(work_chunks(units, self.chunk_for(concurrency=concurrency)))
         self.units = 0
@@ -241,11 +262,16 @@ class RayExecutor:
         key = (id(self), self._runs)
         per_worker = [self._clients_for(clients, i) for i in range(len(self._actors))]
         in_flight: dict[Any, int] = {}
+        # every unit ramps its slots up; the first ones, started together, interleave across
+        # the workers (see the module doc)
+        count = len(self._actors)
+        first = {w: slot_starts(w, count, start_interval_s) for w in range(count)}
 
         def submit(worker: int) -> None:
             if tasks:
+                starts = first.pop(worker, (0.0, start_interval_s))
                 ref = self._actors[worker].run.remote(
-                    key, boxed, per_worker[worker], tasks.popleft(), concurrency
+                    key, boxed, per_worker[worker], tasks.popleft(), concurrency, starts
                 )
                 in_flight[ref] = worker
 

@@ -147,6 +147,7 @@ def run_campaign(
     new_campaign: bool = False,
     progress_interval: float | None = None,
     abort_after: int | None = None,
+    start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
 ) -> Summary:
     """Run (or resume) a campaign and return its summary.
 
@@ -168,6 +169,10 @@ def run_campaign(
         progress_interval: seconds between progress lines on a non-terminal.
         abort_after: stop after this many episodes in a row ended in a server error (default
             :data:`~ambitab_gym.defaults.ABORT_AFTER_ERRORS`; 0: never).
+        start_interval_s: seconds between the first episodes of the ``concurrency`` slots, so
+            that their first LLM calls do not reach the server in one burst (default
+            :data:`~ambitab_gym.defaults.SLOT_START_INTERVAL_S`; 0: all at once). Timing only:
+            not part of the campaign's id or stored configuration, the rows are the same.
 
     Raises:
         CampaignMismatch: the results file holds this configuration over other data (see
@@ -244,6 +249,7 @@ def run_campaign(
             new_campaign=new_campaign,
             progress_interval=progress_interval,
             abort_after=abort_after,
+            start_interval_s=start_interval_s,
         )
         assert plan.identity is not None
         return replace(
