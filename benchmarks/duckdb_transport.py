@@ -30,6 +30,7 @@ overhead there; this script explains them.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -46,17 +47,26 @@ import duckdb
 
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify import Verifier
-from ambitab_gym.verify.duckdb import SANDBOX_CONFIG
+from ambitab_gym.verify.duckdb import SANDBOX_CONFIG, DuckDBEngine
+from ambitab_gym.verify.worker import POLL_SPIN_S, WorkerSlot
 
 # The minimal worker: read a length-prefixed SQL text, run it on a fresh cursor (opened in
 # advance), answer one byte (also for an empty request: the ping-pong), and only then free the
 # result and open the next cursor. Nothing else happens between the two pipe operations.
 _FLOOR_WORKER = r"""
-import os, sys, duckdb
+import os, sys, time, select, duckdb
 config = eval(sys.argv[2])
+spin, mode = float(sys.argv[3]), sys.argv[4]  # polling before each read (hybrid), as the engine
+poller = select.poll()
+poller.register(0, select.POLLIN)
 connection = duckdb.connect(sys.argv[1], read_only=True, config=config)
 cursor = connection.cursor()
 while True:
+    if spin:
+        end = time.monotonic() + spin
+        while not poller.poll(0) and time.monotonic() < end:
+            if mode == "yield":
+                os.sched_yield()
     head = os.read(0, 4)
     if len(head) < 4:
         break
@@ -78,9 +88,11 @@ while True:
 class FloorWorker:
     """A second process that runs queries with nothing around them (the floor)."""
 
-    def __init__(self, path: str, config: dict) -> None:
+    def __init__(self, path: str, config: dict, spin_s: float = 0.0, mode: str = "yield") -> None:
+        """``spin_s``: both sides poll that long before they block (``mode`` ``"yield"``: with
+        ``sched_yield`` between polls, as the engine; ``"spin"``: a pure spin)."""
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", _FLOOR_WORKER, path, repr(config)],
+            [sys.executable, "-I", "-c", _FLOOR_WORKER, path, repr(config), str(spin_s), mode],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -88,10 +100,16 @@ class FloorWorker:
         self._out = self.process.stdout.fileno()
         self._poller = select.poll()
         self._poller.register(self._out, select.POLLIN)
+        self._spin_s, self._yield = spin_s, mode == "yield"
         self.ask(b"")  # started
 
     def ask(self, sql: bytes) -> None:
         os.write(self._in, len(sql).to_bytes(4, "big") + sql)
+        if self._spin_s:
+            end = time.monotonic() + self._spin_s
+            while not self._poller.poll(0) and time.monotonic() < end:
+                if self._yield:
+                    os.sched_yield()
         self._poller.poll(60_000)  # as the engine waits: poll, then read
         if os.read(self._out, 1) != b"\1":
             raise RuntimeError("the floor worker died")
@@ -169,13 +187,47 @@ def floor_overhead(corpus, records, rounds: int) -> dict:
     }
 
 
+def _pin(pid: int, cpu: int) -> None:
+    """Pin every thread of process ``pid`` to one CPU (``--affinity``)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), {cpu % os.cpu_count()})
+
+
 def _schedstat_ns(pid: int, field: int = 0) -> int:
     """A thread's nanoseconds on a CPU (``field`` 0) or runnable but waiting for one (1)."""
     with open(f"/proc/{pid}/task/{pid}/schedstat") as handle:
         return int(handle.read().split()[field])
 
 
-def measure(queries: int, rounds: int) -> dict:
+def _load_worker_module(path: str, index: int = 0):
+    """An older copy of ``ambitab_gym/verify/worker.py`` as a module of its own (its worker
+    script is that file: old parent and old worker side by side with the current ones)."""
+    name = f"ambitab_benchmark_duckdb_baseline{index}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: ``--short``: queries that take DuckDB a few tens of microseconds (a polling budget covers
+#: them), in place of the corpus's reference queries (``verify`` then checks wrong answers).
+SHORT_SQL = [
+    "SELECT 42 AS answer",
+    "SELECT 'x' || 'y' AS xy, 1.5 AS f",
+    "SELECT range AS n FROM range(10)",
+    "SELECT NULL AS nothing, DATE '2024-01-02' AS d",
+]
+
+
+def measure(
+    queries: int,
+    rounds: int,
+    spins: list[float],
+    baselines: list[str] | None = None,
+    *,
+    short: bool = False,
+    affinity: str = "",
+) -> dict:
     corpus = load_corpus("bird_interact")
     records = corpus.records[:queries]
     sqls = [record.verification.reference_sql for record in records]
@@ -184,68 +236,116 @@ def measure(queries: int, rounds: int) -> dict:
     source = corpus.database_file(database, "duckdb")
     folder = Path(tempfile.mkdtemp())
     copies = {}
-    for name in ("bare", "floor"):  # a file per process: DuckDB wants one config per file
+    floors = {  # name: (spin_s, mode); the ping-pongs share the floor workers
+        "floor": (0.0, "yield"),
+        "floor_spin": (POLL_SPIN_S, "yield"),
+        "floor_purespin": (POLL_SPIN_S, "spin"),
+    }
+    for name in ("bare", *floors):  # a file per process: DuckDB wants one config per file
         copies[name] = str(folder / f"{name}.duckdb")
         shutil.copy(source, copies[name])
     bare = duckdb.connect(copies["bare"], read_only=True, config={"threads": 1})
     config = dict(SANDBOX_CONFIG, memory_limit="512MB", threads=1)
-    floor = FloorWorker(copies["floor"], config)
+    floor_workers = {name: FloorWorker(copies[name], config, *how) for name, how in floors.items()}
     verifier = Verifier(corpus.open_engine)
     for record, sql in zip(records, sqls, strict=True):
         assert verifier.verify(record, sql).success, record.id  # warm: worker up, cached
-    engine = verifier.engine("duckdb", database)
-    engine_pid = engine.worker_pid
+    verify_engine = verifier.engine("duckdb", database)
+    # every variant its own worker: "engine" the library's default (POLL_SPIN_S)
+    engine = DuckDBEngine(verify_engine.path, limits=verify_engine.limits)
+    engines = {"engine": engine}
+    for spin in spins:
+        variant = DuckDBEngine(engine.path, limits=engine.limits)
+        variant._slot = WorkerSlot("duckdb", variant.path, "DuckDB", spin_s=spin)  # benchmark only
+        engines[f"engine_spin{spin * 1e6:g}us"] = variant
+    for index, baseline in enumerate(baselines or ()):
+        old = DuckDBEngine(engine.path, limits=engine.limits)
+        module = _load_worker_module(baseline, index)
+        old._slot = module.WorkerSlot("duckdb", old.path, "DuckDB")
+        engines[f"baseline:{Path(baseline).stem}"] = old
+    for variant in engines.values():
+        for sql in sqls:
+            variant.execute(sql)  # warm
+    pids = {name: e.worker_pid for name, e in engines.items()}
+    pids |= {name: w.pid for name, w in floor_workers.items()}
+    pids |= {name.replace("floor", "pingpong"): w.pid for name, w in floor_workers.items()}
+    pids["verify"] = verify_engine.worker_pid
+    if short:
+        sqls = [SHORT_SQL[i % len(SHORT_SQL)] for i in range(len(sqls))]
+    if affinity:  # an experiment, never done by the library: every thread of both sides pinned
+        _pin(os.getpid(), 0)
+        for pid in set(pids.values()):
+            _pin(pid, 0 if affinity == "same" else 1)
     encoded = [sql.encode() for sql in sqls]
 
-    variants = {
-        "bare": lambda i: bare.execute(sqls[i]).fetchall(),
-        "pingpong": lambda i: floor.ask(b""),
-        "floor": lambda i: floor.ask(encoded[i]),
-        "engine": lambda i: engine.execute(sqls[i]),
-        "verify": lambda i: verifier.verify(records[i], sqls[i]),
-    }
+    variants = {"bare": lambda i: bare.execute(sqls[i]).fetchall()}
+    for name, worker in floor_workers.items():
+        variants[name.replace("floor", "pingpong")] = lambda i, w=worker: w.ask(b"")
+        variants[name] = lambda i, w=worker: w.ask(encoded[i])
+    for name, variant in engines.items():
+        variants[name] = lambda i, e=variant: e.execute(sqls[i])
+    variants["verify"] = lambda i: verifier.verify(records[i], sqls[i])
     walls = {name: [[] for _ in sqls] for name in variants}
-    cpu = {name: {"parent": 0, "worker": 0} for name in ("bare", "floor", "engine")}
+    parent_ns = dict.fromkeys(variants, 0)
     waits = dict.fromkeys(variants, 0)  # runnable but waiting for a CPU, both processes
+    worker_pids = sorted(set(pids.values()))
     order = list(variants)
     shuffle = random.Random(0).shuffle  # a fixed seed: the same orders on every run
+    bursts = {name: [] for name in variants if not name.startswith("pingpong")}
     try:
+        # Interleaved: each call follows other variants' calls (the worker's polling after its
+        # reply has ended long before its next request, as between an agent's submissions).
+        worker_ns = {pid: _schedstat_ns(pid) for pid in worker_pids}
         for _round in range(rounds):
             for i in range(len(sqls)):
                 shuffle(order)  # no variant always follows the same one (a warm worker)
                 for name in order:
-                    worker_pid = {
-                        "floor": floor.pid, "pingpong": floor.pid, "engine": engine_pid,
-                        "verify": engine_pid,
-                    }.get(name)  # fmt: skip
-                    w0 = _schedstat_ns(worker_pid) if worker_pid else 0
+                    worker_pid = pids.get(name)
                     q0 = _schedstat_ns(worker_pid, 1) if worker_pid else 0
                     q0 += _schedstat_ns(os.getpid(), 1)  # this (main) thread
                     c0 = time.thread_time_ns()
                     start = time.perf_counter_ns()
                     variants[name](i)
                     walls[name][i].append(time.perf_counter_ns() - start)
-                    c1 = time.thread_time_ns()
-                    w1 = _schedstat_ns(worker_pid) if worker_pid else 0
+                    parent_ns[name] += time.thread_time_ns() - c0
                     q1 = _schedstat_ns(worker_pid, 1) if worker_pid else 0
                     q1 += _schedstat_ns(os.getpid(), 1)
                     waits[name] += q1 - q0
-                    if name in cpu:
-                        cpu[name]["parent"] += c1 - c0
-                        cpu[name]["worker"] += w1 - w0
+        # the workers' whole CPU (their polling after each reply included), per call
+        worker_ns = {pid: _schedstat_ns(pid) - ns for pid, ns in worker_ns.items()}
+        # Bursts: every query back to back on one variant (a batch verification: the next
+        # request comes while the worker still polls after its reply).
+        burst_worker_ns = {pid: _schedstat_ns(pid) for pid in worker_pids}
+        burst_parent_ns = dict.fromkeys(bursts, 0)
+        names = list(bursts)
+        for _round in range(rounds):
+            shuffle(names)
+            for name in names:
+                c0 = time.thread_time_ns()
+                start = time.perf_counter_ns()
+                for i in range(len(sqls)):
+                    variants[name](i)
+                bursts[name].append(time.perf_counter_ns() - start)
+                burst_parent_ns[name] += time.thread_time_ns() - c0
+        burst_worker_ns = {pid: _schedstat_ns(pid) - ns for pid, ns in burst_worker_ns.items()}
     finally:
-        floor.close()
+        for worker in floor_workers.values():
+            worker.close()
+        for variant in engines.values():
+            variant.close()
         verifier.close()
         bare.close()
         shutil.rmtree(folder, ignore_errors=True)
-    assert engine_pid == engine.worker_pid or engine.worker_pid is None, "no restart"
+    assert all(pids[name] == e.worker_pid or e.worker_pid is None for name, e in engines.items())
 
     n = len(sqls)
+    calls = rounds * n
     results: dict = {}
     for name, per_query in walls.items():
         results[name] = {
             "median_ms": round(sum(map(statistics.median, per_query)) / n / 1e6, 4),
             "best_ms": round(sum(map(min, per_query)) / n / 1e6, 4),
+            "mean_ms": round(sum(map(statistics.fmean, per_query)) / n / 1e6, 4),
         }
 
     def over(name: str, base: str, key: str) -> float:
@@ -253,24 +353,36 @@ def measure(queries: int, rounds: int) -> dict:
 
     results["overhead_ms"] = {
         f"{name}_minus_{base}": {
-            "median": over(name, base, "median_ms"),
-            "best": over(name, base, "best_ms"),
+            key: over(name, base, f"{key}_ms") for key in ("median", "best", "mean")
         }
         for name, base in (
-            ("floor", "bare"),
-            ("engine", "bare"),
-            ("verify", "bare"),
-            ("engine", "floor"),
-            ("verify", "engine"),
+            [(name, "bare") for name in variants if name not in ("bare", "verify")]
+            + [("verify", "bare"), ("engine", "floor"), ("verify", "engine")]
         )
+        if not name.startswith("pingpong")
     }
-    calls = rounds * n
-    results["cpu_us"] = {
-        name: {side: round(total / calls / 1e3, 1) for side, total in sides.items()}
-        for name, sides in cpu.items()
+    results["cpu_us"] = {  # a variant's pingpong calls share its floor worker: not split out
+        name: {
+            "parent": round(parent_ns[name] / calls / 1e3, 1),
+            "worker": round(worker_ns[pids[name]] / calls / 1e3, 1) if name in pids else 0.0,
+        }
+        for name in variants
+        if not name.startswith(("pingpong", "floor"))
     }
     results["runqueue_wait_us"] = {
         name: round(total / calls / 1e3, 1) for name, total in waits.items()
+    }
+    results["burst"] = {
+        name: {
+            "median_ms": round(statistics.median(times) / n / 1e6, 4),
+            "best_ms": round(min(times) / n / 1e6, 4),
+            "mean_ms": round(statistics.fmean(times) / n / 1e6, 4),
+            "parent_cpu_us": round(burst_parent_ns[name] / calls / 1e3, 1),
+            "worker_cpu_us": round(burst_worker_ns[pids[name]] / calls / 1e3, 1)
+            if name in pids
+            else 0.0,
+        }
+        for name, times in bursts.items()
     }
     return results
 
@@ -279,19 +391,56 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--short", action="store_true", help="time SHORT_SQL instead")
+    parser.add_argument(
+        "--affinity",
+        choices=("same", "split"),
+        help="pin this process and every worker to one CPU (same) or the workers to another "
+        "(split): whether placement is worth touching",
+    )
+    parser.add_argument(
+        "--spins",
+        default="0",
+        help="comma-separated polling budgets in microseconds, each an engine of its own "
+        "(0: block at once, the transport without polling)",
+    )
+    parser.add_argument(
+        "--duckdb-baseline",
+        metavar="FILE",
+        action="append",
+        help="an older copy of ambitab_gym/verify/worker.py to time beside the current one "
+        "(repeatable)",
+    )
     args = parser.parse_args(argv)
-    results = measure(args.queries, args.rounds)
-    for name in ("bare", "pingpong", "floor", "engine", "verify"):
-        figures = results[name]
-        print(f"{name:9s} median {figures['median_ms']:.3f} ms  best {figures['best_ms']:.3f} ms")
+    spins = [float(x) * 1e-6 for x in args.spins.split(",") if x]
+    results = measure(
+        args.queries,
+        args.rounds,
+        spins,
+        args.duckdb_baseline,
+        short=args.short,
+        affinity=args.affinity or "",
+    )
+    print(f"polling budget of the engine (POLL_SPIN_S): {POLL_SPIN_S * 1e6:g} us")
+    for name, figures in results.items():
+        if isinstance(figures, dict) and "median_ms" in figures:
+            print(
+                f"{name:22s} median {figures['median_ms']:.3f} ms  best {figures['best_ms']:.3f}"
+                f" ms  mean {figures['mean_ms']:.3f} ms"
+            )
     for name, figures in results["overhead_ms"].items():
-        print(f"{name:20s} median {figures['median']:+.3f} ms  best {figures['best']:+.3f} ms")
+        print(
+            f"{name:30s} median {figures['median']:+.3f} ms  best {figures['best']:+.3f} ms  "
+            f"mean {figures['mean']:+.3f} ms"
+        )
     for name, sides in results["cpu_us"].items():
-        print(f"cpu {name:6s} " + "  ".join(f"{k} {v:.1f} us" for k, v in sides.items()))
+        print(f"cpu {name:22s} " + "  ".join(f"{k} {v:.1f} us" for k, v in sides.items()))
     print(
         "waiting for a CPU (run queue, both processes): "
         + ", ".join(f"{k} {v:.1f} us" for k, v in results["runqueue_wait_us"].items())
     )
+    for name, figures in results["burst"].items():
+        print(f"burst {name:22s} " + "  ".join(f"{k} {v}" for k, v in figures.items()))
     print(json.dumps(results))
     return results
 
