@@ -215,38 +215,66 @@ class ProceduralCorpus(Corpus):
         super().__init__(folder, origin="procedural", limits=limits)
         self.generator = generator
         self.keep = max(1, int(keep))
-        self._recent: OrderedDict[str, list[TaskRecord]] = OrderedDict()
+        self._recent: OrderedDict[str, Sequence[TaskRecord]] = OrderedDict()
+        self._places: dict[str, tuple[str, int]] = {}  # record id -> (AVT id, position)
         self._schemas: dict[str, str] = {}
 
-    def add(self, task: GeneratedTask) -> list[TaskRecord]:
+    @property  # type: ignore[override]
+    def records(self) -> list[TaskRecord]:
+        """The held AVTs' records, oldest AVT first (this reads every held record; a reset
+        reads only its own: :meth:`add_records` keeps records sent packed as they came)."""
+        recent = self.__dict__.get("_recent")
+        if recent is None:  # the base class, loading the (empty) records file
+            return self.__dict__.get("_loaded", [])
+        return [record for records in recent.values() for record in records]
+
+    @records.setter
+    def records(self, value: list[TaskRecord]) -> None:
+        self.__dict__["_loaded"] = list(value)  # the base class's load: the empty file
+
+    def __len__(self) -> int:
+        return sum(len(records) for records in self._recent.values())
+
+    def record(self, record_id: str) -> TaskRecord:
+        """A held record by id."""
+        place = self._places.get(record_id)
+        if place is None:
+            raise KeyError(f"corpus {self.name!r} has no record {record_id!r}")
+        avt_id, k = place
+        return self._recent[avt_id][k]
+
+    def add(self, task: GeneratedTask) -> Sequence[TaskRecord]:
         """Hold a task's records (forgetting the oldest AVT beyond ``keep``); returns them."""
         return self.add_records(task.avt_id, task.records)
 
-    def add_records(self, avt_id: str, records: Sequence[TaskRecord]) -> list[TaskRecord]:
+    def add_records(self, avt_id: str, records: Sequence[TaskRecord]) -> Sequence[TaskRecord]:
         """Hold an AVT's records, e.g. as a prefetching worker sent them (no database needed:
-        one is built here only when an engine is opened on it)."""
-        if avt_id in self._recent:
-            return self._recent[avt_id]
-        records = list(records)
+        one is built here only when an engine is opened on it; records sent packed,
+        :class:`~ambitab_gym.generate.prefetch.PackedRecords`, stay packed until read)."""
+        held = self._recent.get(avt_id)
+        if held is not None:
+            return held
+        ids = getattr(records, "ids", None)
+        if ids is None:
+            records = list(records)
+            ids = [record.id for record in records]
         self._recent[avt_id] = records
-        for record in records:
-            self._by_id[record.id] = record
-        self.records.extend(records)  # file order: oldest AVT first, as evicted
+        for k, record_id in enumerate(ids):
+            self._places[record_id] = (avt_id, k)
         while len(self._recent) > self.keep:
             _, old = self._recent.popitem(last=False)
-            for record in old:
-                self._by_id.pop(record.id, None)
-                self._public.pop(record.id, None)
-            del self.records[: len(old)]
+            for record_id in getattr(old, "ids", None) or [record.id for record in old]:
+                self._places.pop(record_id, None)
+                self._public.pop(record_id, None)
         return records
 
     @property
     def avts(self) -> dict[str, list[TaskRecord]]:  # type: ignore[override]
         """The held AVTs (oldest first)."""
-        return dict(self._recent)
+        return {avt_id: list(records) for avt_id, records in self._recent.items()}
 
     def siblings(self, record: TaskRecord) -> list[TaskRecord]:
-        return self._recent[record.avt_id]
+        return list(self._recent[record.avt_id])
 
     def check_databases(self) -> None:
         """Every record runs on a database of the generator's pool (none is in a manifest)."""

@@ -207,21 +207,27 @@ class ProceduralEnv(AmbiTabEnv):
                 raise ValueError(
                     f"record {record_id!r} is not among the last {self.corpus.keep} generated AVTs"
                 ) from None
-        tick, cpu_tick = time.perf_counter(), time.process_time()
+        # the CPU clock is read outside the timed span: reading it is a system call, where a
+        # busy machine's scheduler may switch processes (a pause that is not the task's)
+        cpu_tick = time.process_time()
+        tick = time.perf_counter()
         if self._stream is None:
             self._stream, self._next_task = int(self.np_random.integers(2**63)), 0
             if self.prefetcher is not None:
                 self.prefetcher.start(self.generator.config, stream=self._stream)
         if self.prefetcher is not None:
             item = self.prefetcher.get()
-            records = self.corpus.add_records(item.records[0].avt_id, item.records)
+            records = self.corpus.add_records(item.avt_id, item.records)
         else:
             task = self.generator.generate(task_seed(self._stream, self._next_task))
             records = self.corpus.add(task)
         self._next_task += 1
+        # the episode's record, read inside the timed span (records a worker sent are
+        # unpickled as they are read: that is part of getting the task)
+        record = records[int(self.np_random.integers(len(records)))]
         self.wait_seconds += time.perf_counter() - tick
         self.wait_cpu_seconds += time.process_time() - cpu_tick
-        return records[int(self.np_random.integers(len(records)))]
+        return record
 
     def close(self) -> None:
         """Close the env, and stop its prefetching workers."""

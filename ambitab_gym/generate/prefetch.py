@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import multiprocessing
+import pickle
 import queue
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -40,7 +43,7 @@ from ambitab_gym.errors import AmbiTabError, ConfigurationError
 from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
 from ambitab_gym.records import TaskRecord
 
-__all__ = ["PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
+__all__ = ["PackedRecords", "PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
 
 _POLL_S = 0.2  # how often a blocked worker looks for a new command or a dead parent
 _IDLE_S = 0.02  # how often a worker whose queue is full looks for room (a timer, not a wake-up)
@@ -67,9 +70,134 @@ def task_seed(stream: int, index: int) -> int:
     return int(state[0]) >> 1
 
 
+class _SharedPickler(pickle.Pickler):
+    """Pickles a record with the parts it shares with other tasks as numbers."""
+
+    def __init__(self, file: io.BytesIO, sent: dict[int, tuple[object, int]]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._sent = sent
+
+    def persistent_id(self, obj: object) -> int | None:
+        entry = self._sent.get(id(obj))
+        return None if entry is None else entry[1]
+
+
+class _SharedUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, table: dict[int, object]) -> None:
+        super().__init__(file)
+        self._table = table
+
+    def persistent_load(self, pid: int) -> object:
+        return self._table[pid]
+
+
+class PackedRecords(Sequence[TaskRecord]):
+    """An AVT's records as a worker sends them: one pickle per record, unpickled on first
+    access - a reset needs one record of the AVT, its siblings only when something asks for
+    them (a replay, the interpretation solver) - so the training process builds about a third
+    of the objects it would (less CPU, and fewer objects for its garbage collector). The parts
+    records share across tasks (ambiguities, column meanings, compare rules) travel once per
+    stream (:meth:`pack` lists the new ones) and are referred to by number.
+
+    Equal to the tuple of its records; pickled, it becomes that tuple.
+
+    >>> from ambitab_gym.generate.tasks import TaskGenerator
+    >>> records = TaskGenerator(ambiguities=(2, 2), validate=False).generate(5).records
+    >>> sent, table = {}, {}
+    >>> packed = PackedRecords.pack(records, sent)
+    >>> packed.attach(table)
+    >>> len(packed), packed.ids == tuple(r.id for r in records), packed == records
+    (4, True, True)
+    """
+
+    __slots__ = ("_blobs", "_new", "_records", "_table", "avt_id", "ids")
+
+    def __init__(
+        self,
+        avt_id: str,
+        ids: tuple[str, ...],
+        blobs: tuple[bytes, ...],
+        new: tuple[tuple[int, object], ...] = (),
+    ) -> None:
+        self.avt_id = avt_id
+        self.ids = ids
+        self._blobs = blobs
+        self._new = new
+        self._table: dict[int, object] | None = None
+        self._records: list[TaskRecord | None] = [None] * len(blobs)
+
+    @classmethod
+    def pack(
+        cls, records: Sequence[TaskRecord], sent: dict[int, tuple[object, int]]
+    ) -> PackedRecords:
+        """Pickle ``records``; ``sent`` (the worker's, per stream) numbers the shared parts
+        already sent, and those first sent here travel with the result."""
+        new = []
+        for record in records:
+            for part in (
+                record.spec.column_meanings,
+                record.verification.compare,
+                *record.ambiguities,
+            ):
+                if id(part) not in sent:
+                    key = len(sent)
+                    sent[id(part)] = (part, key)  # held, so that its id is never reused
+                    new.append((key, part))
+        blobs = []
+        for record in records:
+            buffer = io.BytesIO()
+            _SharedPickler(buffer, sent).dump(record)
+            blobs.append(buffer.getvalue())
+        ids = tuple(record.id for record in records)
+        return cls(records[0].avt_id if records else "", ids, tuple(blobs), tuple(new))
+
+    def attach(self, table: dict[int, object]) -> None:
+        """Receive the shared parts this AVT brought into ``table`` (the consumer's, per
+        stream; AVTs attach in stream order) and read the records' parts from it."""
+        table.update(self._new)
+        self._new = ()
+        self._table = table
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    @overload
+    def __getitem__(self, index: int) -> TaskRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TaskRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> TaskRecord | list[TaskRecord]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        record = self._records[index]
+        if record is None:
+            if self._table is None:
+                raise PrefetchError("attach() the shared parts before reading the records")
+            buffer = io.BytesIO(self._blobs[index])
+            record = self._records[index] = _SharedUnpickler(buffer, self._table).load()
+        return record
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedRecords({self.avt_id!r}, {len(self)} records)"
+
+    def __reduce__(self) -> tuple:
+        if self._table is None:  # a worker's message
+            return (PackedRecords, (self.avt_id, self.ids, self._blobs, self._new))
+        return (tuple, (tuple(self),))
+
+
 @dataclass(frozen=True)
 class PrefetchedTask:
-    """One task as a worker sends it: the stream index, its seed and its records.
+    """One task as a worker sends it: the stream index, its seed and its records
+    (:class:`PackedRecords` from a worker).
 
     >>> PrefetchedTask(0, 5, ()).seed
     5
@@ -77,7 +205,13 @@ class PrefetchedTask:
 
     index: int
     seed: int
-    records: tuple[TaskRecord, ...]
+    records: Sequence[TaskRecord]
+
+    @property
+    def avt_id(self) -> str:
+        """The AVT's id (without reading a record)."""
+        packed = self.records
+        return packed.avt_id if isinstance(packed, PackedRecords) else packed[0].avt_id
 
 
 def _parent_alive() -> bool:
@@ -127,6 +261,7 @@ def _work(
                 pool.get(domain, index, warm.database_seed)
     job: tuple[int, TaskGenerator, int] | None = None
     index = 0
+    sent: dict[int, tuple[object, int]] = {}
     pending: list[PrefetchedTask] = []
     while True:
         try:
@@ -140,6 +275,7 @@ def _work(
             epoch, config, stream, start = command
             job = (epoch, TaskGenerator(config, pool=pool, validate=False), stream)
             index = start + (worker - start) % workers
+            sent: dict[int, tuple[object, int]] = {}  # the shared parts sent in this job
         if job is None:
             if not _parent_alive():
                 return
@@ -157,7 +293,7 @@ def _work(
                 if not sent and not _parent_alive():
                     return
                 continue
-            pending.append(PrefetchedTask(index, seed, task.records))
+            pending.append(PrefetchedTask(index, seed, PackedRecords.pack(task.records, sent)))
             index += workers
         # gather while the consumer has tasks to take; send at once when it may wait
         if len(pending) >= batch or _nothing_queued(results):
@@ -253,6 +389,8 @@ class TaskPrefetcher:
         self._ready: list[collections.deque[PrefetchedTask]] = [
             collections.deque() for _ in range(self.workers)
         ]
+        # each worker's shared record parts (PackedRecords), by number, for the current start
+        self._tables: list[dict[int, object]] = [{} for _ in range(self.workers)]
         self._processes = [
             ctx.Process(
                 target=_work,
@@ -291,6 +429,8 @@ class TaskPrefetcher:
         self._next = int(index)
         for ready in self._ready:
             ready.clear()
+        # new tables: records handed out before keep reading theirs
+        self._tables = [{} for _ in range(self.workers)]
         for control in self._controls:
             control.put((self._epoch, config, int(stream), int(index)))
 
@@ -314,6 +454,10 @@ class TaskPrefetcher:
                 continue  # generated for an earlier start
             if isinstance(payload, BaseException):
                 raise payload
+            table = self._tables[w]
+            for item in payload:
+                if isinstance(item.records, PackedRecords):
+                    item.records.attach(table)
             ready.extend(payload)
             self.messages += 1
         item = ready.popleft()

@@ -1,0 +1,152 @@
+"""Fast paths of the task supply (issue 21, item 4), each checked against the slow path it
+replaces on many seeds:
+
+* :class:`~ambitab_gym.generate.prefetch.PackedRecords` - an AVT's records as a prefetching
+  worker sends them (one pickle per record, shared parts by number, unpickled when read) read
+  back equal to the records the generator built, across tasks that share parts, and pickled
+  again as a plain tuple;
+* :class:`~ambitab_gym.generate.corpus.ProceduralCorpus` holding packed AVTs answers
+  ``record``, ``siblings``, ``avts``, ``records`` and ``len`` as it does holding lists, through
+  eviction;
+* the procedural env with prefetching draws the same records as without, and times reading
+  its record as part of the wait;
+* the generator's early rejections (a task that cannot pass is dropped before its SQL runs)
+  leave the accepted tasks exactly those of the full check.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import ambitab_gym  # noqa: F401 - registers the env ids
+from ambitab_gym.actions import STOP
+from ambitab_gym.generate import GeneratorConfig, TaskGenerator
+from ambitab_gym.generate.corpus import ProceduralCorpus
+from ambitab_gym.generate.prefetch import PackedRecords, TaskPrefetcher, task_seed
+
+
+def _packed(tasks, sent, table) -> list[PackedRecords]:
+    out = []
+    for task in tasks:
+        # through pickle, as a worker's message travels
+        packed = pickle.loads(pickle.dumps(PackedRecords.pack(task.records, sent)))
+        packed.attach(table)
+        out.append(packed)
+    return out
+
+
+def test_packed_records_read_back_equal_on_many_seeds():
+    generator = TaskGenerator(GeneratorConfig(ambiguities=(0, 4)), validate=False)
+    tasks = [generator.generate(task_seed(3, k)) for k in range(300)]
+    sent: dict = {}
+    table: dict = {}
+    packed = _packed(tasks, sent, table)
+    shared = 0
+    for task, records in zip(tasks, packed, strict=True):
+        assert len(records) == len(task.records)
+        assert records.avt_id == task.avt_id
+        assert records.ids == tuple(r.id for r in task.records)
+        # read in a scattered order: each record alone, then all of them
+        for k in reversed(range(len(records))):
+            assert records[k] == task.records[k]
+            assert records[k].model_dump() == task.records[k].model_dump()
+            assert records[k] is records[k]  # read once
+        assert list(records) == list(task.records) and records == task.records
+        assert task.records == records  # the reflected comparison too
+        shared += sum(len(r.ambiguities) for r in task.records)
+    # the shared parts travelled once each: far fewer than the records refer to
+    assert 0 < len(table) == len(sent) < shared
+    # an attached pack pickles as the plain tuple of its records
+    again = pickle.loads(pickle.dumps(packed[5]))
+    assert type(again) is tuple and again == tasks[5].records
+
+
+def test_packed_records_need_their_shared_parts():
+    task = TaskGenerator(ambiguities=(2, 2), validate=False).generate(1)
+    packed = pickle.loads(pickle.dumps(PackedRecords.pack(task.records, {})))
+    with pytest.raises(Exception, match="attach"):
+        packed[0]
+    packed.attach({})
+    assert packed[1] == task.records[1]
+
+
+def test_corpus_holding_packed_avts_answers_as_with_lists():
+    generator = TaskGenerator(GeneratorConfig(ambiguities=(0, 3)), validate=False)
+    tasks = [generator.generate(task_seed(8, k)) for k in range(40)]
+    plain = ProceduralCorpus(generator, keep=7)
+    packed_corpus = ProceduralCorpus(generator, keep=7)
+    sent: dict = {}
+    table: dict = {}
+    for task, packed in zip(tasks, _packed(tasks, sent, table), strict=True):
+        a = plain.add_records(task.avt_id, task.records)
+        b = packed_corpus.add_records(task.avt_id, packed)
+        assert list(a) == list(b) == list(task.records)
+        assert len(plain) == len(packed_corpus)
+    assert plain.records == packed_corpus.records
+    assert plain.avts == packed_corpus.avts and len(plain.avts) == 7
+    for record in plain.records:
+        assert packed_corpus.record(record.id) == record
+        assert packed_corpus.siblings(record) == plain.siblings(record)
+    evicted = tasks[0].records[0].id
+    for corpus in (plain, packed_corpus):
+        with pytest.raises(KeyError):
+            corpus.record(evicted)
+
+
+def test_prefetching_env_draws_the_in_process_records_and_times_reading_them():
+    kwargs = {"ambiguities": (0, 3), "domains": "all"}
+    records = {}
+    for prefetch in (0, 1):
+        env = gym.make("AmbiTab-Procedural-v0", prefetch=prefetch, **kwargs)
+        try:
+            drawn = []
+            for k in range(25):
+                env.reset(seed=11 if k == 0 else None)
+                drawn.append(env.unwrapped.record)
+                env.step(STOP)
+            stats = env.unwrapped.generation_stats()
+            assert stats["wait_seconds"] > 0 and stats["wait_cpu_seconds"] > 0
+            if prefetch:
+                assert stats["prefetched"] == 25
+                # the env's corpus replays a prefetched record by id
+                last = drawn[-1]
+                assert env.unwrapped.corpus.record(last.id) == last
+                siblings = env.unwrapped.corpus.siblings(last)
+                assert last in siblings and all(r.avt_id == last.avt_id for r in siblings)
+            records[prefetch] = drawn
+        finally:
+            env.close()
+    assert records[0] == records[1]
+
+
+def test_prefetcher_tables_per_worker_and_per_start():
+    # two workers number their shared parts independently; a restart starts new tables while
+    # records handed out before still read theirs
+    config = GeneratorConfig(ambiguities=(1, 3), domains=("retail", "library"))
+    local = TaskGenerator(config, validate=False)
+    with TaskPrefetcher(workers=2, depth=8, batch=4) as prefetcher:
+        prefetcher.start(config, stream=21, index=0)
+        before = [prefetcher.get() for _ in range(12)]
+        prefetcher.start(config, stream=22, index=3)
+        after = [prefetcher.get() for _ in range(12)]
+    for stream, items in ((21, before), (22, after)):
+        for item in items:
+            assert isinstance(item.records, PackedRecords)
+            assert item.avt_id == item.records[0].avt_id
+            assert item.records == local.generate(task_seed(stream, item.index)).records
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_accepted_tasks_do_not_change_on_many_seeds(m):
+    # the generator with its early rejections and the reference check (every combination's
+    # result computed) accept the same tasks, drawn from the same random stream
+    config = GeneratorConfig(ambiguities=(m, m), domains="all", distractors=(0, 2))
+    fast = TaskGenerator(config, validate=False)
+    reference = TaskGenerator(config, validate=False, early_reject=False)
+    for seed in np.random.default_rng(m).integers(2**62, size=150):
+        a, b = fast.generate(int(seed)), reference.generate(int(seed))
+        assert a.records == b.records
