@@ -1,27 +1,43 @@
 """Where the DuckDB worker's per-query time goes, against the floor of any process worker.
 
-For the first ``--queries`` reference queries of the bundled ``bird_interact`` corpus, times
-side by side in interleaved rounds, the variants in a new (seeded) random order each time
-(median and best of ``--rounds`` per query, summed):
+For the first ``--queries`` reference queries of the bundled ``bird_interact`` corpus (or, with
+``--short``, queries DuckDB answers in a few tens of microseconds), times side by side in
+interleaved rounds, the variants in a new (seeded) random order each time (median, best and
+mean of ``--rounds`` per query, summed):
 
 * ``bare``: the query in this process on a plain DuckDB connection (execute + ``fetchall``);
 * ``pingpong``: an empty round trip to a second process over two pipes (one byte each way);
 * ``floor``: the same query in a minimal second process (the sandbox settings, raw pipe
   reads and writes, ``fetchall``, one byte back: no checks, no watchdog, no result crossing
   the pipe) - no process-isolated design can answer faster;
+* ``pingpong_spin``/``floor_spin``: the same with both sides polling for ``POLL_SPIN_S`` (200 us
+  when that is 0) before they block, yielding the CPU between polls (``sched_yield``);
+  ``*_purespin``: a pure spin instead;
 * ``engine``: :meth:`ambitab_gym.verify.duckdb.DuckDBEngine.execute` (the worker, its checks,
-  the watchdog, the capped fetch, the result pickled across the pipe);
+  the watchdog, the capped fetch, the result pickled across the pipe), with the library's
+  polling budget (:data:`ambitab_gym.verify.worker.POLL_SPIN_S`);
+* ``engine_spin<N>us``: the same engine with a budget of N us (``--spins``), each in a worker
+  of its own;
+* ``baseline:<file>``: the engine over an older copy of ``ambitab_gym/verify/worker.py``
+  (``--duckdb-baseline FILE``, repeatable; ``git show <commit>:ambitab_gym/verify/worker.py``);
 * ``verify``: :meth:`ambitab_gym.verify.Verifier.verify` (the engine plus the comparison).
 
 and the CPU each side spends per query (this thread's ``thread_time``; the worker's main thread
-from ``/proc/<pid>/task/<pid>/schedstat``). On a machine where switching between processes is
-expensive (a VM whose guest pays for every address-space switch) ``floor - bare`` is the part of
-the overhead that only running the query in the verifier's own process could remove.
+from ``/proc/<pid>/task/<pid>/schedstat`` over the whole run divided by its queries, so the
+worker's polling after its replies counts). A second part, ``burst``, runs every query back to
+back on one variant (a batch verification: the next request comes while a polling worker still
+polls). ``--affinity same|split`` pins this process and the workers to one CPU or to two
+(an experiment; the library pins nothing).
 
-    python benchmarks/duckdb_transport.py [--queries 8] [--rounds 40]
+On a machine where switching between processes is expensive (a VM whose guest pays for every
+address-space switch) ``floor - bare`` is the part of the overhead that only running the query
+in the verifier's own process could remove.
 
-Last line: ``{"<variant>": {"median_ms", "best_ms"}, "overhead_ms": {...}, "cpu_us": {...}}``,
-figures per query.
+    python benchmarks/duckdb_transport.py [--queries 8] [--rounds 40] [--short]
+        [--spins 0,100,400] [--duckdb-baseline old_worker.py] [--affinity same|split]
+
+Last line: ``{"<variant>": {"median_ms", "best_ms", "mean_ms"}, "overhead_ms": {...},
+"cpu_us": {...}, "runqueue_wait_us": {...}, "burst": {...}}``, figures per query.
 
 No ``run`` for ``benchmarks/all.py``: ``verify_overhead.py`` reports the DuckDB ratio and
 overhead there; this script explains them.
@@ -123,68 +139,91 @@ class FloorWorker:
         self.process.wait(timeout=10)
 
 
+#: ``polled_floor``'s budget: both sides poll through a whole query (and the worker between
+#: queries), so neither ever sleeps - the floor of any hybrid polling, whatever its budget.
+POLLED_FLOOR_S = 0.05
+
+
 def floor_overhead(corpus, records, rounds: int) -> dict:
     """The floor of any process worker for ``records`` (one database), side by side with bare.
 
     Returns ``{"process_floor_overhead_ms", "process_floor_overhead_best_ms",
-    "process_floor_cpu_overhead_ms", "pingpong_ms"}`` per query (wall medians, the fastest
-    runs, CPU of both processes): what running each query in a minimal second process adds to
-    running it in this one.
+    "process_floor_overhead_mean_ms", "process_floor_cpu_overhead_ms", "pingpong_ms",
+    "polled_floor_overhead_ms", "polled_floor_overhead_best_ms", "polled_floor_overhead_mean_ms",
+    "polled_floor_cpu_overhead_ms"}`` per query (sums over the queries of each one's median,
+    fastest and mean run; CPU of both processes, the workers' whole CPU over the run): what
+    running each query in a minimal second process adds to running it in this one, blocking
+    (``process_floor``) and with both sides polling through every query (``polled_floor``,
+    :data:`POLLED_FLOOR_S`: no sleeping and no wake-up at all).
     """
     database = records[0].verification.database
     source = corpus.database_file(database, "duckdb")
     folder = Path(tempfile.mkdtemp())
     copies = {}
-    for name in ("bare", "floor"):  # a file per process: DuckDB wants one config per file
+    for name in ("bare", "floor", "polled"):  # a file per process: one config per file
         copies[name] = str(folder / f"{name}.duckdb")
         shutil.copy(source, copies[name])
     sqls = [record.verification.reference_sql for record in records]
     encoded = [sql.encode() for sql in sqls]
     bare = duckdb.connect(copies["bare"], read_only=True, config={"threads": 1})
-    floor = FloorWorker(copies["floor"], dict(SANDBOX_CONFIG, memory_limit="512MB", threads=1))
-    walls = {"bare": [[] for _ in sqls], "floor": [[] for _ in sqls], "pingpong": [[]]}
-    cpu_ns = {"bare": 0, "floor": 0}  # this thread's CPU, plus the floor worker's
+    config = dict(SANDBOX_CONFIG, memory_limit="512MB", threads=1)
+    workers = {
+        "floor": FloorWorker(copies["floor"], config),
+        "polled": FloorWorker(copies["polled"], config, POLLED_FLOOR_S, "yield"),
+    }
+    names = ["bare", *workers]
+    walls = {name: [[] for _ in sqls] for name in names} | {"pingpong": [[]]}
+    cpu_ns = dict.fromkeys(names, 0)  # this thread's CPU (the workers' are added below)
+    pingpong_worker_ns = 0
+    shuffle = random.Random(0).shuffle
     try:
         for i in range(len(sqls)):  # warm
             bare.execute(sqls[i]).fetchall()
-            floor.ask(encoded[i])
-        for round_ in range(rounds):
+            for worker in workers.values():
+                worker.ask(encoded[i])
+        worker_ns = {name: _schedstat_ns(worker.pid) for name, worker in workers.items()}
+        for _round in range(rounds):
             for i in range(len(sqls)):
-                for name in ("bare", "floor") if round_ % 2 == 0 else ("floor", "bare"):
-                    worker_ns = _schedstat_ns(floor.pid) if name == "floor" else 0
+                shuffle(names)
+                for name in names:
                     cpu = time.thread_time_ns()
                     start = time.perf_counter_ns()
                     if name == "bare":
                         bare.execute(sqls[i]).fetchall()
                     else:
-                        floor.ask(encoded[i])
+                        workers[name].ask(encoded[i])
                     walls[name][i].append(time.perf_counter_ns() - start)
                     cpu_ns[name] += time.thread_time_ns() - cpu
-                    if name == "floor":
-                        cpu_ns[name] += _schedstat_ns(floor.pid) - worker_ns
+                before = _schedstat_ns(workers["floor"].pid)
                 start = time.perf_counter_ns()
-                floor.ask(b"")
+                workers["floor"].ask(b"")
                 walls["pingpong"][0].append(time.perf_counter_ns() - start)
+                pingpong_worker_ns += _schedstat_ns(workers["floor"].pid) - before
+        for name, worker in workers.items():  # all of it: polling after replies included
+            cpu_ns[name] += _schedstat_ns(worker.pid) - worker_ns[name]
+        cpu_ns["floor"] -= pingpong_worker_ns
     finally:
-        floor.close()
+        for worker in workers.values():
+            worker.close()
         bare.close()
         shutil.rmtree(folder, ignore_errors=True)
     n = len(sqls)
 
-    def total(name: str, pick) -> float:
-        return sum(map(pick, walls[name])) / n / 1e6
+    def over(name: str, pick) -> float:
+        return round((sum(map(pick, walls[name])) - sum(map(pick, walls["bare"]))) / n / 1e6, 3)
 
-    return {
-        "process_floor_overhead_ms": round(
-            total("floor", statistics.median) - total("bare", statistics.median), 3
-        ),
-        "process_floor_overhead_best_ms": round(total("floor", min) - total("bare", min), 3),
+    figures = {}
+    for name, label in (("floor", "process_floor"), ("polled", "polled_floor")):
+        figures[f"{label}_overhead_ms"] = over(name, statistics.median)
+        figures[f"{label}_overhead_best_ms"] = over(name, min)
+        figures[f"{label}_overhead_mean_ms"] = over(name, statistics.fmean)
         # CPU (both processes) beyond bare: what a loaded machine cannot hide
-        "process_floor_cpu_overhead_ms": round(
-            (cpu_ns["floor"] - cpu_ns["bare"]) / n / rounds / 1e6, 3
-        ),
-        "pingpong_ms": round(statistics.median(walls["pingpong"][0]) / 1e6, 3),
-    }
+        figures[f"{label}_cpu_overhead_ms"] = round(
+            (cpu_ns[name] - cpu_ns["bare"]) / n / rounds / 1e6, 3
+        )
+        if name == "floor":
+            figures["pingpong_ms"] = round(statistics.median(walls["pingpong"][0]) / 1e6, 3)
+    return figures
 
 
 def _pin(pid: int, cpu: int) -> None:
@@ -208,6 +247,9 @@ def _load_worker_module(path: str, index: int = 0):
     spec.loader.exec_module(module)
     return module
 
+
+#: The ``*_spin`` floors' polling budget: the library's, or 200 us where it polls not at all.
+SPIN_FLOOR_S = POLL_SPIN_S or 200e-6
 
 #: ``--short``: queries that take DuckDB a few tens of microseconds (a polling budget covers
 #: them), in place of the corpus's reference queries (``verify`` then checks wrong answers).
@@ -238,8 +280,8 @@ def measure(
     copies = {}
     floors = {  # name: (spin_s, mode); the ping-pongs share the floor workers
         "floor": (0.0, "yield"),
-        "floor_spin": (POLL_SPIN_S, "yield"),
-        "floor_purespin": (POLL_SPIN_S, "spin"),
+        "floor_spin": (SPIN_FLOOR_S, "yield"),
+        "floor_purespin": (SPIN_FLOOR_S, "spin"),
     }
     for name in ("bare", *floors):  # a file per process: DuckDB wants one config per file
         copies[name] = str(folder / f"{name}.duckdb")
@@ -400,9 +442,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument(
         "--spins",
-        default="0",
+        default="200",
         help="comma-separated polling budgets in microseconds, each an engine of its own "
-        "(0: block at once, the transport without polling)",
+        "beside ``engine`` (the library's POLL_SPIN_S; 0: block at once)",
     )
     parser.add_argument(
         "--duckdb-baseline",

@@ -22,6 +22,12 @@ to the ratio, plus ``cpu_*``: client and server CPU per query of bare and of the
 rounds (``floor_baseline_ms``, ``cpu_baseline_*``, ``engine_vs_baseline``): old and new side by
 side in one process.
 
+The ``duckdb`` row also carries ``overhead_mean_ms``/``overhead_best_ms`` and the floor of any
+process worker (``process_floor_*``: the same queries in a minimal second process, blocking;
+``polled_floor_*``: both sides polling through every query, the floor of any hybrid polling).
+``--duckdb-baseline FILE`` (an older ``ambitab_gym/verify/worker.py``) verifies with that
+transport in the same rounds (``baseline_overhead_*``, ``verify_vs_baseline``).
+
 The write rows (``sqlite_write``, ``duckdb_write``, ``postgres_write``) verify a write task
 (``CREATE TABLE ... AS``, ``INSERT``, ``UPDATE``, ``DELETE`` and a test case that counts the
 rows) on the same databases: each verification makes a private scratch copy (SQLite: the file's
@@ -37,7 +43,7 @@ interrupt reaches them) from submission to verdict, under ``Limits(timeout_s=--t
 each statement's bare duration on a plain connection (``--bare``; capped at 60 s).
 
     python benchmarks/verify_overhead.py [--queries 8] [--repeats 40] [--engines sqlite,duckdb]
-        [--postgres-baseline old_postgres.py]
+        [--postgres-baseline old_postgres.py] [--duckdb-baseline old_worker.py]
     python benchmarks/verify_overhead.py --hostile [--timeout 5] [--bare]
 
 Last line: ``{"sqlite": {"bare_ms", "verify_ms", "overhead_ms", "ratio"}, "sqlite_worker": {...},
@@ -50,6 +56,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import random
 import sqlite3
 import statistics
 import subprocess
@@ -146,7 +153,10 @@ def _sqlite_worker(n: int, repeats: int) -> dict:
         verifier.close()
 
 
-def _duckdb(n: int, repeats: int) -> dict:
+def _duckdb(n: int, repeats: int, baseline: str | None = None) -> dict:
+    """The DuckDB row: bare and verify (and an older ``worker.py``'s verify, ``baseline``)
+    alternating per query in a new seeded order each round, plus the floor of any process worker
+    (``benchmarks/duckdb_transport.py``'s ``floor_overhead``), measured right after."""
     corpus = load_corpus("bird_interact")
     records = corpus.records[:n]
     connections = {}
@@ -158,24 +168,91 @@ def _duckdb(n: int, repeats: int) -> dict:
             connections[db] = duckdb.connect(path, read_only=True, config={"threads": 1})
         return connections[db].execute(sql).fetchall()
 
-    verifier = Verifier(corpus.open_engine)
-    try:
-        figures = _measure(records, bare, verifier, repeats)
-    finally:
-        verifier.close()
-    # The floor of any process worker (the same queries in a minimal second process, no checks,
-    # no result crossing the pipe), measured side by side with bare: benchmarks/duckdb_transport.py.
     spec = importlib.util.spec_from_file_location(
         "ambitab_benchmark_duckdb_transport", Path(__file__).with_name("duckdb_transport.py")
     )
     transport = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(transport)
+    verifiers = {"verify": Verifier(corpus.open_engine)}
+    if baseline:
+        old = transport._load_worker_module(baseline)
+
+        def open_old(kind, database):
+            engine = corpus.open_engine(kind, database)
+            engine._slot = old.WorkerSlot("duckdb", engine.path, "DuckDB")  # benchmark only
+            return engine
+
+        verifiers["baseline"] = Verifier(open_old)
+    runs = {"bare": bare} | {
+        name: (lambda record, sql, v=verifier: v.verify(record, sql))
+        for name, verifier in verifiers.items()
+    }
+    walls = {name: [[] for _ in records] for name in runs}
+    order = list(runs)
+    shuffle = random.Random(0).shuffle
+    try:
+        for record in records:  # warm: engines up, references cached
+            for name, run in runs.items():
+                result = run(record, record.verification.reference_sql)
+                assert name == "bare" or result.success, record.id
+        for _ in range(repeats):
+            for i, record in enumerate(records):
+                shuffle(order)
+                for name in order:
+                    start = time.perf_counter()
+                    runs[name](record, record.verification.reference_sql)
+                    walls[name][i].append(time.perf_counter() - start)
+    finally:
+        for verifier in verifiers.values():
+            verifier.close()
+
+    def total(name: str, pick) -> float:
+        return sum(map(pick, walls[name]))
+
+    def per_query_ms(name: str, pick) -> float:
+        return round((total(name, pick) - total("bare", pick)) * 1e3 / len(records), 3)
+
+    median, mean = statistics.median, statistics.fmean
+    figures = {
+        "queries": len(records),
+        "bare_ms": round(total("bare", median) * 1e3, 3),
+        "verify_ms": round(total("verify", median) * 1e3, 3),
+        "overhead_ms": per_query_ms("verify", median),
+        "overhead_mean_ms": per_query_ms("verify", mean),
+        "overhead_best_ms": per_query_ms("verify", min),
+        "ratio": round(total("verify", median) / total("bare", median), 2),
+        "ratio_mean": round(total("verify", mean) / total("bare", mean), 2),
+        "ratio_best": round(total("verify", min) / total("bare", min), 2),
+    }
+    if baseline:
+        figures |= {
+            "baseline_overhead_ms": per_query_ms("baseline", median),
+            "baseline_overhead_mean_ms": per_query_ms("baseline", mean),
+            "baseline_overhead_best_ms": per_query_ms("baseline", min),
+            "verify_vs_baseline": round(total("verify", median) / total("baseline", median), 3),
+            "verify_vs_baseline_mean": round(total("verify", mean) / total("baseline", mean), 3),
+        }
+        print(
+            f"duckdb verify vs baseline ({baseline}): overhead {figures['overhead_ms']:.3f} vs "
+            f"{figures['baseline_overhead_ms']:.3f} ms/query (mean {figures['overhead_mean_ms']:.3f}"
+            f" vs {figures['baseline_overhead_mean_ms']:.3f}, best {figures['overhead_best_ms']:.3f}"
+            f" vs {figures['baseline_overhead_best_ms']:.3f}); ratio verify/baseline "
+            f"{figures['verify_vs_baseline']:.3f} (mean {figures['verify_vs_baseline_mean']:.3f})",
+            file=sys.stderr,
+        )
+    # The floor of any process worker (the same queries in a minimal second process, no checks,
+    # no result crossing the pipe), measured side by side with bare, blocking and polling.
     floor = transport.floor_overhead(corpus, records, repeats)
     print(
         f"duckdb floor: a minimal worker process adds {floor['process_floor_overhead_ms']:.3f} "
-        f"ms/query (best {floor['process_floor_overhead_best_ms']:.3f}, CPU "
+        f"ms/query (mean {floor['process_floor_overhead_mean_ms']:.3f}, best "
+        f"{floor['process_floor_overhead_best_ms']:.3f}, CPU "
         f"{floor['process_floor_cpu_overhead_ms']:.3f}; an empty round trip "
-        f"{floor['pingpong_ms']:.3f} ms); verify adds {figures['overhead_ms']:.3f}",
+        f"{floor['pingpong_ms']:.3f} ms); polling through every query (never asleep) "
+        f"{floor['polled_floor_overhead_ms']:.3f} (mean {floor['polled_floor_overhead_mean_ms']:.3f}"
+        f", best {floor['polled_floor_overhead_best_ms']:.3f}, CPU "
+        f"{floor['polled_floor_cpu_overhead_ms']:.3f}); verify adds {figures['overhead_ms']:.3f} "
+        f"(mean {figures['overhead_mean_ms']:.3f}, best {figures['overhead_best_ms']:.3f})",
         file=sys.stderr,
     )
     return figures | floor
@@ -621,6 +698,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--timeout", type=float, default=5.0, help="--hostile: Limits.timeout_s")
     parser.add_argument("--bare", action="store_true", help="--hostile: also time them bare")
     parser.add_argument(
+        "--duckdb-baseline",
+        metavar="FILE",
+        help="an older copy of ambitab_gym/verify/worker.py to time beside the current one",
+    )
+    parser.add_argument(
         "--postgres-baseline",
         metavar="FILE",
         help="an older copy of ambitab_gym/verify/postgres.py to time beside the current engine",
@@ -633,7 +715,7 @@ def main(argv: list[str] | None = None) -> dict:
     rows = {
         "sqlite": _sqlite,
         "sqlite_worker": _sqlite_worker,
-        "duckdb": _duckdb,
+        "duckdb": lambda n, repeats: _duckdb(n, repeats, args.duckdb_baseline),
         "sqlite_write": _sqlite_write,
         "duckdb_write": _duckdb_write,
     }
