@@ -72,6 +72,7 @@ from ambitab_gym.verify.postgres_loader import (
 )
 from ambitab_gym.verify.taskrun import first_keyword
 from ambitab_gym.verify.worker import WorkerSlot, WorkerStartError
+from ambitab_gym.vocabulary import QueryErrorCategory
 
 if TYPE_CHECKING:
     from ambitab_gym.corpora.corpus import Corpus
@@ -133,6 +134,9 @@ _PREPARED = (
 _CHUNK_ROWS = 64
 _CHUNK_SHARE = 16
 _MIN_CHUNK_ROW_CAP = 4096
+# Bounds of the statement guard's answers an engine keeps (per SQL text).
+_CHECKED_TEXTS = 4096
+_CHECKED_CHARS = 4_000_000
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
 # First words of statements that are not queries (PostgreSQL's and other dialects' commands).
 _COMMAND_WORDS = (
@@ -354,6 +358,42 @@ def _guard_fast(sql: str) -> tuple[str, str, int, int] | None:
     return statement, word.group(0).upper() if word else "", lowest, depth
 
 
+def _statement_guard(sql_text: str) -> str | tuple[QueryErrorCategory, str]:
+    """The one statement of a non-empty SQL text, or why it is refused (``(category,
+    message)`` for a :class:`QueryError`): a NUL character, not exactly one statement, a
+    command (the first word), unbalanced parentheses (so the text cannot close the engine's
+    wrapper). A pure function of the text (the engine keeps its answers per text).
+
+    >>> _statement_guard("SELECT (1);  ")
+    'SELECT (1)'
+    >>> _statement_guard("SET x = 1"), _statement_guard("SELECT 1) x")
+    (('rejected', 'only read-only single SELECT statements are allowed (got SET)'), \
+('syntax', 'unbalanced parentheses in the SQL text'))
+    """
+    if "\x00" in sql_text:
+        return ("syntax", "SQL text contains a NUL character")
+    fast = _guard_fast(sql_text)
+    if fast is not None:
+        statement, word, lowest, final = fast
+    else:
+        # Lexed once: without a backtick, both lexings (with and without backtick quotes)
+        # agree.
+        tokens = None if "`" in sql_text else _tokens(sql_text, '"')
+        statements = split_one_statement(sql_text, tokens)
+        if len(statements) != 1:
+            return ("rejected", "submit exactly one SQL statement" if statements else "empty SQL")
+        # Outside its one statement, the text holds only whitespace, comments and
+        # semicolons: its tokens give the statement's first word and parenthesis depths.
+        statement = statements[0]
+        word = first_keyword(statement) if tokens is None else _first_word(sql_text, tokens)
+        lowest, final = paren_depths_fast(sql_text, tokens)
+    if word in _COMMANDS:
+        return ("rejected", f"only read-only single SELECT statements are allowed (got {word})")
+    if lowest < 0 or final != 0:
+        return ("syntax", "unbalanced parentheses in the SQL text")
+    return statement
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -553,6 +593,10 @@ class PostgresEngine:
         # what a query's limits and chunk size make of a run, per (limits, chunk_rows):
         # (limits, timeout_s, grace, budget_ms, cap, chunk, row_cap, tail)
         self._plans: dict[tuple[int, int | None], tuple] = {}
+        # the statement guard's answers per SQL text (_statement_guard; the same text is often
+        # submitted again), bounded by _CHECKED_TEXTS entries and _CHECKED_CHARS characters
+        self._guarded: dict[str, str | tuple] = {}
+        self._guarded_chars = 0
 
     @staticmethod
     def _conninfo_params(dsn: str, dbname: str | None, connect_timeout_s: float) -> dict:
@@ -644,38 +688,25 @@ class PostgresEngine:
         return self._execute(self._reference_pool(), sql_text, limits or self.limits)
 
     def _execute(self, pool: _Pool, sql_text: str, limits: Limits) -> QueryResult:
-        if not isinstance(sql_text, str) or not sql_text.strip():
+        if not isinstance(sql_text, str):
             raise QueryError("rejected", "empty SQL")
-        if len(sql_text) > limits.max_sql_length:
+        checked = self._guarded.get(sql_text)
+        if checked is None:
+            if not sql_text.strip():
+                raise QueryError("rejected", "empty SQL")
+            if len(sql_text) > limits.max_sql_length:
+                raise QueryError(
+                    "too_large", f"SQL text longer than {limits.max_sql_length} characters"
+                )
+            checked = _statement_guard(sql_text)
+            self._remember_check(sql_text, checked)
+        elif len(sql_text) > limits.max_sql_length:
             raise QueryError(
                 "too_large", f"SQL text longer than {limits.max_sql_length} characters"
             )
-        if "\x00" in sql_text:
-            raise QueryError("syntax", "SQL text contains a NUL character")
-        fast = _guard_fast(sql_text)
-        if fast is not None:
-            statement, word, lowest, final = fast
-        else:
-            # Lexed once: without a backtick, both lexings (with and without backtick quotes)
-            # agree.
-            tokens = None if "`" in sql_text else _tokens(sql_text, '"')
-            statements = split_one_statement(sql_text, tokens)
-            if len(statements) != 1:
-                raise QueryError(
-                    "rejected", "submit exactly one SQL statement" if statements else "empty SQL"
-                )
-            # Outside its one statement, the text holds only whitespace, comments and
-            # semicolons: its tokens give the statement's first word and parenthesis depths.
-            statement = statements[0]
-            word = first_keyword(statement) if tokens is None else _first_word(sql_text, tokens)
-            lowest, final = paren_depths_fast(sql_text, tokens)
-        if word in _COMMANDS:
-            raise QueryError(
-                "rejected", f"only read-only single SELECT statements are allowed (got {word})"
-            )
-        sql_text = statement
-        if lowest < 0 or final != 0:
-            raise QueryError("syntax", "unbalanced parentheses in the SQL text")
+        if type(checked) is not str:
+            raise QueryError(*checked)
+        sql_text = checked
         for attempt in range(2):
             connection = self._connection(pool)
             failure: QueryError | None = None
@@ -702,6 +733,13 @@ class PostgresEngine:
             # as large as the agent made it) is not kept alive as the context.
             raise failure
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _remember_check(self, sql_text: str, checked: str | tuple) -> None:
+        if len(self._guarded) >= _CHECKED_TEXTS or self._guarded_chars > _CHECKED_CHARS:
+            self._guarded.clear()  # (no order to keep: the answers are cheap to remake)
+            self._guarded_chars = 0
+        self._guarded[sql_text] = checked
+        self._guarded_chars += len(sql_text)
 
     def _run(
         self,
@@ -759,48 +797,13 @@ class PostgresEngine:
         if connection._poll is None:
             connection._poll = select.poll()
             connection._poll.register(pgconn.socket, select.POLLIN)
-        poll = connection._poll
+        # Each result is read when libpq holds all of it (is_busy false: usually the whole
+        # pipeline arrives at once), else after waiting in _await (no closure, no call per
+        # result on the common path).
         is_busy, get_result = pgconn.is_busy, pgconn.get_result
-
-        def result() -> pq.abc.PGresult | None:
-            while is_busy():
-                remaining = stop - time.monotonic()
-                # poll releases the GIL while it waits
-                if remaining <= 0 or not poll.poll(max(1, int(remaining * 1000) + 1)):
-                    if time.monotonic() >= stop:
-                        connection.close()
-                        raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
-                    continue
-                pgconn.consume_input()
-            return get_result()
-
         pgconn.enter_pipeline_mode()
         if connection._budget_ms != budget_ms:
-            # Session settings (and, once per connection, the engine's prepared statements), in
-            # a segment of their own before BEGIN (so the rollback keeps them), confirmed
-            # before the query is sent: a query never runs without its limits.
-            connection._budget_ms = None
-            messages = 0
-            if not connection._own_statements:
-                for name, command in _PREPARED:
-                    pgconn.send_prepare(name, command)
-                messages += len(_PREPARED)
-            for setting in _SETTINGS:
-                pgconn.send_query_params(
-                    setting.format(ms=budget_ms, idle_ms=budget_ms + 10_000).encode(), None
-                )
-            messages += len(_SETTINGS)
-            pgconn.pipeline_sync()
-            ok = True
-            for _message in range(messages):
-                res = result()
-                ok = ok and res is not None and res.status == pq.ExecStatus.COMMAND_OK
-                result()
-            if not (result().status == _SYNC and ok):
-                connection.close()
-                raise QueryError("engine", "the PostgreSQL session refused the query limits")
-            connection._own_statements = True
-            connection._budget_ms = budget_ms
+            self._set_session(connection, budget_ms, stop, limits)
         pgconn.send_query_prepared(_BEGIN_NAME, None)
         if left_ms is not None:
             pgconn.send_query_params(f"SET LOCAL statement_timeout = {left_ms}".encode(), None)
@@ -813,8 +816,12 @@ class PostgresEngine:
         pgconn.pipeline_sync()
         failure: psycopg.Error | None = None
         for _statement in range(1 if left_ms is None else 2):  # BEGIN (, SET LOCAL)
-            res = result()
-            result()  # the NULL that ends its results
+            if is_busy():
+                _await(connection, stop, limits)
+            res = get_result()
+            if is_busy():
+                _await(connection, stop, limits)
+            get_result()  # the NULL that ends its results
             if failure is None and res is not None and res.status == _FATAL:
                 failure = errors.error_from_result(res, encoding=encoding)
         if failure is None:
@@ -832,14 +839,19 @@ class PostgresEngine:
             transformer = connection._transformer = Transformer(connection)
         flat: bool | None = None
         getsizeof = sys.getsizeof
-        while (res := result()) is not None:
+        while True:
+            if is_busy():
+                _await(connection, stop, limits)
+            res = get_result()
+            if res is None:
+                break
             status = res.status
             if status == _CHUNK:
                 transformer.set_pgresult(res, set_loaders=flat is None)
                 if flat is None:
                     flat = _flat_result(res)
                 batch = transformer.load_rows(0, res.ntuples, tuple)
-                rows.extend(batch)
+                rows += batch
                 # (for flat rows, _flat_row_bytes summed in two passes; the tuples of a chunk
                 # all have the result's length, so each takes the first one's size)
                 size += (
@@ -874,14 +886,21 @@ class PostgresEngine:
             elif status == _FATAL and failure is None:
                 failure = errors.error_from_result(res, encoding=encoding)
         transformer.set_pgresult(None, set_loaders=False)  # (the last chunk's memory)
-        clean = failure is None
-        for _statement in range(2):  # the reset SELECT, ROLLBACK
-            res = result()
-            clean = clean and res is not None and res.status in _SIMPLE_OK
-            result()
-        clean = result().status == _SYNC and clean
+        # The reset SELECT and ROLLBACK (each a result and the NULL after it), then the sync.
+        statuses = []
+        for _result in range(5):
+            if is_busy():
+                _await(connection, stop, limits)
+            res = get_result()
+            statuses.append(res.status if res is not None else None)
         pgconn.exit_pipeline_mode()
-        connection._reset_done = clean and pgconn.transaction_status == _IDLE
+        connection._reset_done = (
+            failure is None
+            and statuses[0] in _SIMPLE_OK
+            and statuses[2] in _SIMPLE_OK
+            and statuses[4] == _SYNC
+            and pgconn.transaction_status == _IDLE
+        )
         if failure is not None:
             if chunk > 1 and _ROW_MARKER in (failure.diag.message_primary or ""):
                 # A row over row_cap: one row at a time, with the guard at the cap.
@@ -893,6 +912,38 @@ class PostgresEngine:
         if len(rows) > limits.max_rows:
             raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")
         return QueryResult(columns, rows)
+
+    @staticmethod
+    def _set_session(connection: _Connection, budget_ms: int, stop: float, limits: Limits) -> None:
+        """Session settings (and, once per connection, the engine's prepared statements), in a
+        segment of their own before BEGIN (so the rollback keeps them), confirmed before the
+        query is sent: a query never runs without its limits. (The pipeline is entered.)"""
+        pgconn = connection.pgconn
+        connection._budget_ms = None
+        messages = 0
+        if not connection._own_statements:
+            for name, command in _PREPARED:
+                pgconn.send_prepare(name, command)
+            messages += len(_PREPARED)
+        for setting in _SETTINGS:
+            pgconn.send_query_params(
+                setting.format(ms=budget_ms, idle_ms=budget_ms + 10_000).encode(), None
+            )
+        messages += len(_SETTINGS)
+        pgconn.pipeline_sync()
+        ok = True
+        for index in range(2 * messages + 1):  # each message's result and NULL, the sync
+            _await(connection, stop, limits)
+            res = pgconn.get_result()
+            if index == 2 * messages:
+                ok = ok and res is not None and res.status == _SYNC
+            elif index % 2 == 0:
+                ok = ok and res is not None and res.status == pq.ExecStatus.COMMAND_OK
+        if not ok:
+            connection.close()
+            raise QueryError("engine", "the PostgreSQL session refused the query limits")
+        connection._own_statements = True
+        connection._budget_ms = budget_ms
 
     def _plan(self, limits: Limits, chunk_rows: int | None) -> tuple:
         """What ``limits`` and ``chunk_rows`` make of a run (see ``_plans``), kept."""
@@ -1282,6 +1333,22 @@ def _simple(connection: psycopg.Connection, command: str) -> None:
     result = connection.pgconn.exec_(command.encode())
     if result.status not in _SIMPLE_OK:
         raise errors.error_from_result(result, encoding=connection.info.encoding)
+
+
+def _await(connection: _Connection, stop: float, limits: Limits) -> None:
+    """Wait until libpq holds a whole result of the connection's pipeline (``poll`` releases
+    the GIL), up to ``stop`` (``time.monotonic``): past it the connection is dropped and the
+    query fails with ``timeout`` (a built-in call that no interrupt reaches)."""
+    pgconn, poll = connection.pgconn, connection._poll
+    assert poll is not None
+    while pgconn.is_busy():
+        remaining = stop - time.monotonic()
+        if remaining <= 0 or not poll.poll(max(1, int(remaining * 1000) + 1)):
+            if time.monotonic() >= stop:
+                connection.close()
+                raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
+            continue
+        pgconn.consume_input()
 
 
 def _connection_lost(error: psycopg.Error) -> bool:
