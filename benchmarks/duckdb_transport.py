@@ -27,14 +27,15 @@ from ``/proc/<pid>/task/<pid>/schedstat`` over the whole run divided by its quer
 worker's polling after its replies counts). A second part, ``burst``, runs every query back to
 back on one variant (a batch verification: the next request comes while a polling worker still
 polls). ``--affinity same|split`` pins this process and the workers to one CPU or to two
-(an experiment; the library pins nothing).
+(an experiment; the library pins nothing); ``--nice N`` adds an engine whose worker runs at
+that nice value (likewise).
 
 On a machine where switching between processes is expensive (a VM whose guest pays for every
 address-space switch) ``floor - bare`` is the part of the overhead that only running the query
 in the verifier's own process could remove.
 
     python benchmarks/duckdb_transport.py [--queries 8] [--rounds 40] [--short]
-        [--spins 0,100,400] [--duckdb-baseline old_worker.py] [--affinity same|split]
+        [--spins 0,100,400] [--duckdb-baseline old_worker.py] [--affinity same|split] [--nice N]
 
 Last line: ``{"<variant>": {"median_ms", "best_ms", "mean_ms"}, "overhead_ms": {...},
 "cpu_us": {...}, "runqueue_wait_us": {...}, "burst": {...}}``, figures per query.
@@ -269,6 +270,7 @@ def measure(
     *,
     short: bool = False,
     affinity: str = "",
+    nice: int | None = None,
 ) -> dict:
     corpus = load_corpus("bird_interact")
     records = corpus.records[:queries]
@@ -300,6 +302,12 @@ def measure(
         variant = DuckDBEngine(engine.path, limits=engine.limits)
         variant._slot = WorkerSlot("duckdb", variant.path, "DuckDB", spin_s=spin)  # benchmark only
         engines[f"engine_spin{spin * 1e6:g}us"] = variant
+    if nice is not None:  # an experiment: the worker's scheduling priority (root for < 0)
+        niced = DuckDBEngine(engine.path, limits=engine.limits)
+        niced.execute("SELECT 1")
+        for tid in os.listdir(f"/proc/{niced.worker_pid}/task"):
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+        engines[f"engine_nice{nice:+d}"] = niced
     for index, baseline in enumerate(baselines or ()):
         old = DuckDBEngine(engine.path, limits=engine.limits)
         module = _load_worker_module(baseline, index)
@@ -435,6 +443,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--short", action="store_true", help="time SHORT_SQL instead")
     parser.add_argument(
+        "--nice",
+        type=int,
+        help="add an engine whose worker runs at this nice value (an experiment)",
+    )
+    parser.add_argument(
         "--affinity",
         choices=("same", "split"),
         help="pin this process and every worker to one CPU (same) or the workers to another "
@@ -462,6 +475,7 @@ def main(argv: list[str] | None = None) -> dict:
         args.duckdb_baseline,
         short=args.short,
         affinity=args.affinity or "",
+        nice=args.nice,
     )
     print(f"polling budget of the engine (POLL_SPIN_S): {POLL_SPIN_S * 1e6:g} us")
     for name, figures in results.items():
