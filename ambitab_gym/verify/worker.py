@@ -355,11 +355,11 @@ class MessageReader:
 #: --spins 0,100,400,2000`` (engines of each budget and the previous transport side by side, 3
 #: runs, 2-vCPU Firecracker VM; ``docs/verifier.md``, DuckDB): no budget lowered the per-query
 #: overhead beyond the run-to-run spread, while each costs the parent up to the budget in CPU
-#: per query (+50 us at 100 us, +100-220 us at 400 us; polling through a whole 2 ms query
-#: doubles the CPU). A DuckDB query takes at least about 0.3 ms in the worker, so the parent's
-#: budget never covers a reply unless it is that long, and on this VM a blocked process is woken
-#: in 15-60 us (an empty round trip): the overhead left is CPU (the second process, the checks),
-#: not sleeping. Between polls the CPU is yielded (``sched_yield``): a pure spin starves the
+#: per query (88-148 us without polling, 119-214 us at 200 us, 189-310 us at 400 us, 0.5-1.4 ms
+#: at 2 ms). A DuckDB query takes at least about 0.3 ms in the worker, so the parent's budget
+#: never covers a reply unless it is that long, and on this VM an empty round trip (two
+#: wake-ups) takes 0.04-0.07 ms median: the overhead left is CPU (the second process, the
+#: checks), not sleeping. Between polls the CPU is yielded (``sched_yield``): a pure spin starves the
 #: other side when the scheduler puts both processes on one CPU (an empty round trip then
 #: takes the whole budget: 0.43 ms median at 200 us, against 0.06 ms blocking).
 POLL_SPIN_S = 0.0
