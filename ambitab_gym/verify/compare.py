@@ -2,8 +2,9 @@
 
 * :func:`normalize_value` - one cell as a comparable value (floats rounded, dates as ISO text).
 * :func:`normalize_rows` - every cell of a result normalized, column by column: a column whose
-  cells all keep their value (integers, text, blobs, NULLs) is not touched, a column of floats is
-  rounded in one pass, any other column goes cell by cell through :func:`normalize_value`.
+  cells all keep their value (integers, text, blobs, NULLs) is not touched, a column of floats
+  (or of decimals, made floats first) is rounded in one pass, any other column goes cell by
+  cell through :func:`normalize_value`.
 * :class:`NormalizedReference` - a reference result normalized once, with its row set and row
   multiset computed when a comparison first needs them (the verifier caches one per record).
 * :func:`results_match` - set, multiset or ordered comparison, optional column permutation.
@@ -48,6 +49,8 @@ _MAX_PERMUTED_COLUMNS = 6
 _KEPT = frozenset({type(None), int, str, bytes})
 #: Cell types rounded in one pass by :func:`normalize_rows` (a float column, NULLs allowed).
 _FLOATS = frozenset({float, type(None)})
+#: Cell types made floats and rounded in one pass (a PostgreSQL or DuckDB ``numeric`` column).
+_DECIMALS = frozenset({decimal.Decimal, type(None)})
 #: Cell types for which ``a == normalize_value(b)`` implies ``normalize_value(a) ==
 #: normalize_value(b)``: an exact match of such rows is a match after normalization.
 _EXACT_SAFE = frozenset({type(None), int, str, bytes, bool, float})
@@ -127,6 +130,10 @@ def normalize_rows(rows: Sequence[Sequence[Any]], float_decimals: int | None) ->
         changed = True
         if kinds <= _FLOATS:
             columns[index] = _float_column(column, float_decimals)
+        elif kinds <= _DECIMALS:
+            # normalize_value turns a Decimal into a float first, then rounds it as one
+            floats = tuple(None if v is None else float(v) for v in column)
+            columns[index] = _float_column(floats, float_decimals)
         else:
             columns[index] = [normalize_value(v, float_decimals) for v in column]
     if changed:
@@ -200,11 +207,15 @@ def _same(submitted: list[tuple], reference: list[tuple], order: str) -> bool:
 
 def _changed_by_rounding(row: Sequence[Any], decimals: int | None) -> bool:
     """Whether normalizing changes a float of ``row`` (NaN, or not yet rounded): such a row
-    equals no normalized row, so an exact comparison is bound to fail and is skipped."""
+    equals no normalized row, so an exact comparison is bound to fail and is skipped. Also
+    True for a row holding a ``Decimal``: an exact match of such rows would not count (not
+    an exact-safe type), so the comparison is skipped too."""
     for value in row:
-        if type(value) is float and (
-            value != value or (decimals is not None and round(value, decimals) != value)
-        ):
+        kind = type(value)
+        if kind is float:
+            if value != value or (decimals is not None and round(value, decimals) != value):
+                return True
+        elif kind is decimal.Decimal:
             return True
     return False
 

@@ -340,6 +340,9 @@ class Verifier:
         self._references: dict[str, _Reference] = {}
         self._write_checks: dict[str, Verdict | None] = {}
         self._write_failures: dict[str, str] = {}
+        # per record id: (record, engine, normalized reference, rules) of a plain read-only
+        # record whose reference ran (memo off), for _verify_read
+        self._read_plans: dict[str, tuple] = {}
 
     def engine(self, kind: str, database: str) -> Engine:
         """The (cached) engine for a database."""
@@ -478,8 +481,11 @@ class Verifier:
             self._memo_chars -= len(oldest[1])
 
     def _verify(self, record: TaskRecord, sql: str | None, start: float) -> Verdict:
-        if sql is None or not isinstance(sql, str) or not sql.strip():
+        if not isinstance(sql, str) or not sql or sql.isspace():
             return Verdict(False, "no_sql", "no SQL was submitted")
+        plan = self._read_plans.get(record.id)
+        if plan is not None and plan[0] is record:
+            return self._verify_read(plan, sql, start)
         if is_write_task(record):
             try:
                 return self._verify_write(record, sql, start)
@@ -490,6 +496,18 @@ class Verifier:
         if reference.rows is None:
             return self._reference_failure(record, reference, start)
         conditions = upstream_conditions(record)
+        if conditions is None and not self.memo and reference.prepared is not None:
+            # A plain read-only record: what the checks above found is kept for its next
+            # submissions (the same record object), which go straight to _verify_read.
+            spec = record.verification
+            try:
+                engine = self.engine(spec.engine, spec.database)
+            except Exception as error:  # never escape into the env loop
+                detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
+                return Verdict(False, "engine", detail, time.perf_counter() - start)
+            plan = (record, engine, reference.prepared, spec.compare)
+            self._read_plans[record.id] = plan
+            return self._verify_read(plan, sql, start)
         if conditions is not None:
             sql = upstream_sql([sql])[0]
             if not sql.strip():
@@ -537,6 +555,32 @@ class Verifier:
             "mismatch",
             f"the result ({len(rows)} rows) does not answer the request as intended",
             elapsed,
+        )
+
+    def _verify_read(self, plan: tuple, sql: str, start: float) -> Verdict:
+        """A plain read-only record's submission (memo off): run on the record's engine,
+        compared with its normalized reference (``plan``: record, engine, reference, rules)."""
+        _record, engine, reference, rules = plan
+        self.stats.executions += 1
+        try:
+            rows = engine.execute(sql, limits=self.limits).rows
+        except QueryError as error:
+            return Verdict(False, error.category, error.message, time.perf_counter() - start)
+        except Exception as error:  # never escape into the env loop
+            detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
+            return Verdict(False, "engine", detail, time.perf_counter() - start)
+        try:
+            ok = results_match(rows, reference, rules, reference_normalized=True)
+        except Exception as error:  # a value the comparison cannot handle: never escape
+            detail = f"the result cannot be compared ({type(error).__name__}: {error})"
+            return Verdict(False, "runtime", detail, time.perf_counter() - start)
+        if ok:
+            return Verdict(True, "match", "", time.perf_counter() - start)
+        return Verdict(
+            False,
+            "mismatch",
+            f"the result ({len(rows)} rows) does not answer the request as intended",
+            time.perf_counter() - start,
         )
 
     def _upstream_match(
@@ -688,13 +732,14 @@ class Verifier:
     def __getstate__(self) -> dict[str, Any]:
         """Pickling (Ray workers, subprocesses): open engines stay behind; the copy reopens its
         own on first use. Cached reference results travel with it."""
-        return {**self.__dict__, "_engines": {}}
+        return {**self.__dict__, "_engines": {}, "_read_plans": {}}
 
     def close(self) -> None:
         """Close every engine; the counters go to the log (DEBUG, ``extra["verifier_stats"]``)."""
         for engine in self._engines.values():
             engine.close()
         self._engines.clear()
+        self._read_plans.clear()
         if logger.isEnabledFor(logging.DEBUG):
             counters = asdict(self.stats)
             logger.debug("verifier closed: %s", counters, extra={"verifier_stats": counters})
