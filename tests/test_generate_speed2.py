@@ -25,6 +25,7 @@ import pytest
 import ambitab_gym  # noqa: F401 - registers the env ids
 from ambitab_gym.actions import STOP
 from ambitab_gym.generate import GeneratorConfig, TaskGenerator
+from ambitab_gym.generate import tasks as tasks_module
 from ambitab_gym.generate.corpus import ProceduralCorpus
 from ambitab_gym.generate.prefetch import PackedRecords, TaskPrefetcher, task_seed
 from ambitab_gym.generate.tasks import GENERATOR_VERSION
@@ -157,3 +158,54 @@ def test_the_same_seeds_give_the_tasks_they_gave():
             for record in generator.generate(seed).records:
                 digest.update(record.model_dump_json().encode())
     assert digest.hexdigest() == _PINNED
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_early_rejection_accepts_the_tasks_the_full_check_accepts(m):
+    # the generator that rejects a draw from its readings' rows before their SQL runs, and
+    # the one that runs every check in full, accept the same tasks from the same random stream
+    # (a rejection consumes no randomness, so one differing verdict would shift every later
+    # draw of the seed); the early path must also have rejected some draws
+    config = GeneratorConfig(ambiguities=(m, m), domains="all", distractors=(0, 3))
+    early = TaskGenerator(config, validate=False)
+    full = TaskGenerator(config, validate=False, early_reject=False)
+    rejected = []
+    original = early._early_reject
+
+    def counted(db, plan, combos):
+        verdict = original(db, plan, combos)
+        rejected.append(verdict)
+        return verdict
+
+    early._early_reject = counted  # type: ignore[method-assign]
+    for seed in range(m * 7919, m * 7919 + 150):
+        assert early.generate(seed).records == full.generate(seed).records
+    assert True in rejected and False in rejected
+
+
+def test_row_masks_are_the_rows_each_condition_selects():
+    # every condition the generator drew in some tasks: its row mask (by a query on the person
+    # or item table, or on the joined events) equals the ids the condition selects on the
+    # joined event table, executed as written
+    generator = TaskGenerator(
+        GeneratorConfig(ambiguities=(1, 4), distractors=(0, 3), domains="all")
+    )
+    for seed in range(60):
+        generator.generate(seed)
+    checked = 0
+    for db in generator.pool._databases.values():
+        d = db.domain
+        for key, mask in list(db.memo.items()):
+            if not (isinstance(key, tuple) and key[0] == "rows"):
+                continue
+            _, table, cond = key
+            sql = (
+                f"SELECT e.{d.event_id} FROM {table} AS e "
+                f"JOIN {d.entity_table} AS c ON c.{d.entity_id} = e.{d.entity_id} "
+                f"JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id} WHERE {cond}"
+            )
+            ids = {row[0] for row in db.connection.execute(sql)}
+            assert mask == sum(1 << i for i in ids), (table, cond)
+            assert tasks_module._row_mask(db, table, cond) == mask
+            checked += 1
+    assert checked > 100

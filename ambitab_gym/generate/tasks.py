@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import json
 import operator
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
@@ -59,6 +60,8 @@ _MAX_TRIES = 200
 #: A ranking's probe returns this many rows: more than any limit a reading sets (at most 10).
 _RANK_PROBE = 11
 _SUM = operator.itemgetter(1)  # a probe row's sum
+_LITERAL = re.compile(r"'[^']*'")  # a condition's text literals (names and values)
+_ALIAS = re.compile(r"\b([cep])\.")  # the table aliases a condition reads
 _DATA_NOTE = f"The data runs until {LAST_DAY.day} June {LAST_DAY.year}."
 # the fields a validated record marks as set (the fast path marks the same ones)
 _SPEC_FIELDS = {"request", "database", "schema_text", "column_meanings", "external_knowledge"}
@@ -285,6 +288,54 @@ def _prefilter(db: GeneratedDatabase, combos: list[tuple]) -> list[str]:
     return filters
 
 
+def _row_mask(db: GeneratedDatabase, table: str, cond: str) -> int:
+    """The event rows of ``table`` that satisfy ``cond`` (a predicate on an event row joined to
+    its person ``c`` and item ``p``), as a bit mask of their ids; one query per database,
+    table and condition, kept in the database's memo (a database never changes). A condition
+    on the person (or the item) alone selects people (items) - a query on that small table -
+    and takes the union of their rows."""
+    key = ("rows", table, cond)
+    mask = db.memo.get(key)
+    if mask is None:
+        d = db.domain
+        aliases = set(_ALIAS.findall(_LITERAL.sub("''", cond)))
+        mask = 0
+        if aliases == {"c"} or aliases == {"p"}:
+            person = aliases == {"c"}
+            owners = _owner_masks(db, table, d.entity_id if person else d.item_id)
+            source = (
+                f"SELECT c.{d.entity_id} FROM {d.entity_table} AS c"
+                if person
+                else f"SELECT p.{d.item_id} FROM {d.item_table} AS p"
+            )
+            for (owner,) in db.connection.execute(f"{source} WHERE {cond}"):
+                mask |= owners.get(owner, 0)
+        else:
+            source = f"FROM {table} AS e"
+            if "c" in aliases:
+                source += f" JOIN {d.entity_table} AS c ON c.{d.entity_id} = e.{d.entity_id}"
+            if "p" in aliases:
+                source += f" JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id}"
+            for (row_id,) in db.connection.execute(f"SELECT e.{d.event_id} {source} WHERE {cond}"):
+                mask |= 1 << row_id
+        db.memo[key] = mask
+    return mask
+
+
+def _owner_masks(db: GeneratedDatabase, table: str, column: str) -> dict[int, int]:
+    """Each person's (``column`` the person id) or item's event rows in ``table``, as bit masks
+    of their ids (those with none left out), built once per database, table and column."""
+    key = ("owners", table, column)
+    masks = db.memo.get(key)
+    if masks is None:
+        masks = {}
+        event_id = db.domain.event_id
+        for row_id, owner in db.connection.execute(f"SELECT {event_id}, {column} FROM {table}"):
+            masks[owner] = masks.get(owner, 0) | (1 << row_id)
+        db.memo[key] = masks
+    return masks
+
+
 class DatabasePool:
     """Built databases by ``(domain, index, database_seed)``; share one between generators (the
     envs of a vector env) to build each database once. A database is a pure function of its
@@ -326,6 +377,9 @@ class TaskGenerator:
             records built with ``model_construct``, skipping re-validation of what the
             generator builds correctly by construction (``tests/test_generate.py`` checks
             that both paths give equal records and equal JSON).
+        early_reject: reject a draw before its readings' SQL runs when the rows each reading
+            reads already show it fails (default; :meth:`_early_reject`). ``False`` runs every
+            check in full: the same tasks, more SQL (``tests/test_generate_speed2.py`` compares).
         **overrides: fields of the config to replace.
 
     Example:
@@ -346,12 +400,14 @@ class TaskGenerator:
         *,
         pool: DatabasePool | None = None,
         validate: bool = True,
+        early_reject: bool = True,
         **overrides,
     ) -> None:
         config = config or GeneratorConfig()
         self.config = replace(config, **overrides) if overrides else config
         self.pool = pool if pool is not None else DatabasePool()
         self.validate = bool(validate)
+        self.early_reject = bool(early_reject)
         # the fast path's Ambiguity models by (slot, reading) identity (both memoized per
         # database, so this stays as small as the databases' slot memos)
         self._ambiguity_models: dict[tuple[int, int], tuple[fam.Slot, fam.Reading, Ambiguity]] = {}
@@ -631,6 +687,8 @@ class TaskGenerator:
           share the probe, and the probes of a ranking's readings come from one query per
           event table (:meth:`_batch_probes`).
         """
+        if self.early_reject and self._early_reject(db, plan, combos):
+            return False
         if plan.skeleton == "ranking":
             probes = [self._sql(db, plan, combo, cut=True) for combo in combos]
             self._batch_probes(db, plan, combos, probes)
@@ -641,6 +699,52 @@ class TaskGenerator:
         else:
             keys = self._batch_keys(db, plan, sqls, combos)
         return None not in keys and len(set(keys)) == len(keys)
+
+    def _early_reject(self, db: GeneratedDatabase, plan: _Plan, combos: list[tuple]) -> bool:
+        """Whether the draw fails :meth:`_verified` for a reason the rows its readings read
+        already show, decided before any reading's SQL runs.
+
+        Every condition a reading or a distractor sets is a predicate on one event row (joined
+        to its person and item by foreign keys that every row satisfies), so the rows a
+        reading aggregates are the intersection of each condition's rows
+        (:func:`_row_mask`, one query per database, table and condition, then kept). A draw
+        fails when some reading reads no row (its result is empty, NULL or a count of 0), when
+        a ranking reading's rows belong to fewer people than its limit (its probe returns
+        fewer names), or when two readings aggregate the same rows the same way (their results
+        are equal). Every other draw is checked in full, so the accepted tasks are exactly
+        those of the full check (``tests/test_generate_speed2.py``).
+        """
+        d = db.domain
+        ranking = plan.skeleton == "ranking"
+        seen = set()
+        for combo in combos:
+            table, measure, group, limit = d.event_table, plan.measure, False, plan.limit
+            conds = list(plan.conds)
+            for reading in combo:
+                effect = reading.effect
+                table = effect.get("table", table)
+                measure = effect.get("measure", measure)
+                group = effect.get("group", group)
+                limit = effect.get("limit", limit)
+                if "cond" in effect:
+                    conds.append(effect["cond"])
+            rows = _row_mask(db, table, "1")
+            for cond in conds:
+                rows &= _row_mask(db, table, cond)
+                if not rows:
+                    return True
+            if ranking:
+                owners = _owner_masks(db, table, d.entity_id).values()
+                people = sum(1 for mask in owners if mask & rows)
+                if limit is None or people < limit:
+                    return True
+                key: tuple = (table, measure, rows, limit)
+            else:
+                key = (table, measure, group, rows)
+            if key in seen:
+                return True
+            seen.add(key)
+        return False
 
     def _batch_keys(
         self, db: GeneratedDatabase, plan: _Plan, sqls: list[str], combos: list[tuple]
