@@ -19,10 +19,19 @@ of C / N in flight each, the driver storing rows) side by side with the local ru
 counted over the driver and the workers.
 
     python benchmarks/llm_throughput.py [--concurrency 64 256] [--latency 0.1] [--seeds 12]
-        [--workers 1 2]
+        [--workers 1 2] [--start-interval SECONDS] [--unstaggered] [--no-bare]
+
+Staggered starts. A campaign starts its slots ``--start-interval`` apart (default
+``ambitab_gym.defaults.SLOT_START_INTERVAL_S``, 0.4 ms), not all at once: C first calls sent
+in one burst come back after the same L and go out again together, wave after wave for the
+whole run (a server with regular latency never spreads them), and every reply queues behind
+its wave on the client's and the server's event loops. The floor run uses the same stagger as
+the campaign and is also run with every slot at once, side by side (``unstaggered_bare_*``),
+so the effect is visible; ``--unstaggered`` runs each campaign that way too
+(``unstaggered_ratio``).
 
 Last line (JSON): concurrency, workers, executor (local, processes), latency_s, episodes,
-calls, calls_per_episode, wall_s, episodes_per_s, ideal_episodes_per_s, ratio, target (0.9),
+start_interval_s, calls, calls_per_episode, wall_s, episodes_per_s, ideal_episodes_per_s, ratio, target (0.9),
 max_in_flight, errors, cpu_s, cpu_ms_per_call (client CPU time / calls: the driver and its
 workers), driver_cpu_ms_per_call (this process alone), cpu_share (cpu_s / wall_s),
 server_cpu_share and server_cpu_ms_per_call (the server process's, when psutil is installed),
@@ -34,9 +43,11 @@ client and server used) and cores_needed (what the ideal rate needs of them),
 episodes_per_slot (episodes / C: with few, the last partial wave weighs on the ratio),
 load_avg (the machine's 1-minute load before the run), bare_ratio, bare_cpu_ms_per_call,
 bare_latency_ms and bare_latency_p90_ms (the floor: the same client and server in one process
-with C tasks making 40 calls each back to back, no env or campaign, so that the first and last
-waves weigh little; and the call latency the client saw there, L plus what the two event loops
-queue; skipped with ``--no-bare``) and bound: what limits the run - ``server`` (its
+with C tasks making 40 calls each back to back, started as the campaign's slots, no env or
+campaign, so that the start and the last calls weigh little; and the call latency the client
+saw there, L plus what the two event loops queue; skipped with ``--no-bare``), the same four
+as ``unstaggered_bare_*`` with every task starting at once, ``unstaggered_ratio`` and
+``unstaggered_cpu_ms_per_call`` (with ``--unstaggered``) and bound: what limits the run - ``server`` (its
 process used over 80 % of a core: the benchmark measures the server, not the client),
 ``machine_cpu`` (capacity_ceiling < 0.9: client and server need more than the machine's cores),
 ``machine_busy`` (the ratio is below 0.9 while client and server got under 80 % of the cores
@@ -50,8 +61,8 @@ campaign's longer prompts: a quarter of a core at 256 in flight; one read per re
 cached word counts, a templated reply), so the ratio
 measures the client, the env, the policies and oracle, the verifier and the results store. It
 is one process: its ``stats()["requests"]`` counts every call exactly. Requests that arrive in
-a wave (every slot's reply comes back after the same L, so slots move in step) still queue on
-its loop and on the client's; the bare run's latency shows how much.
+a wave (slots started at once: every slot's reply comes back after the same L, so slots move in
+step) queue on its loop and on the client's; the unstaggered floor's latency shows how much.
 """
 
 from __future__ import annotations
@@ -66,6 +77,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ambitab_gym import defaults
 from ambitab_gym.evaluation import CampaignConfig, run_campaign
 from ambitab_gym.evaluation.engine import run_loop
 from ambitab_gym.evaluation.process_executor import ProcessExecutor
@@ -108,14 +120,20 @@ def _cpu_of(pids: list[int] | None = None) -> float | None:
     return total
 
 
-def measure_bare(concurrency: int, latency: float, calls: int = 40) -> dict:
+def measure_bare(
+    concurrency: int,
+    latency: float,
+    calls: int = 40,
+    start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
+) -> dict:
     """The floor of the client and server alone: ``concurrency`` tasks each make ``calls``
-    chat calls back to back (a 700-word prompt, as the campaign's are), no env, no campaign.
-    Its ratio (ideal wall / wall) is what the campaign's ratio can reach on this machine.
-    40 calls per slot: the first wave (every slot sending at once) and the last (slots
-    finishing apart) weigh about 1/40 of the run, so the ratio is the steady state's. Also
-    the mean and 90th percentile of the call latency the client saw (L plus what the client's
-    and the server's event loops queue per call)."""
+    chat calls back to back (a 700-word prompt, as the campaign's are), no env, no campaign,
+    task i starting ``i x start_interval_s`` after the first, as a campaign's slots do.
+    Its ratio (ideal wall / wall, the ramp included) is what the campaign's ratio can reach on
+    this machine. 40 calls per slot: the start and the last calls (slots finishing apart)
+    weigh about 1/40 of the run, so the ratio is the steady state's. Also the mean and 90th
+    percentile of the call latency the client saw (L plus what the client's and the server's
+    event loops queue per call)."""
     prompt = [
         {"role": "system", "content": "word " * 600},
         {"role": "user", "content": "question " * 100},
@@ -130,11 +148,13 @@ def measure_bare(concurrency: int, latency: float, calls: int = 40) -> dict:
     ):  # fmt: skip
 
         async def slots() -> None:
-            async def slot() -> None:
+            async def slot(index: int) -> None:
+                if index and start_interval_s:
+                    await asyncio.sleep(index * start_interval_s)
                 for _ in range(calls):
                     await client.achat(prompt, tag="bare")
 
-            await asyncio.gather(*(slot() for _ in range(concurrency)))
+            await asyncio.gather(*(slot(i) for i in range(concurrency)))
 
         start, cpu = time.perf_counter(), time.process_time()
         run_loop(slots())
@@ -149,11 +169,18 @@ def measure_bare(concurrency: int, latency: float, calls: int = 40) -> dict:
 
 
 def measure(
-    env_id: str, concurrency: int, latency: float, seeds: int, questions: int, workers: int = 1
+    env_id: str,
+    concurrency: int,
+    latency: float,
+    seeds: int,
+    questions: int,
+    workers: int = 1,
+    start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
 ) -> dict:
-    """One campaign at ``concurrency`` in flight; ``workers`` > 1 runs it on that many local
-    worker processes (``ProcessExecutor``, C / workers in flight each; started by the warm-up,
-    so the timed run measures throughput, not process start-up)."""
+    """One campaign at ``concurrency`` in flight, its slots ``start_interval_s`` apart;
+    ``workers`` > 1 runs it on that many local worker processes (``ProcessExecutor``,
+    C / workers in flight each, their slots interleaved; started by the warm-up, so the timed
+    run measures throughput, not process start-up)."""
     rules = scripted_rules(questions)
     executor = ProcessExecutor(workers=workers) if workers > 1 else None
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
@@ -201,6 +228,7 @@ def measure(
                 llm_client=client,
                 progress=False,
                 executor=executor,
+                start_interval_s=start_interval_s,
             )
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             driver_cpu = cpu
@@ -253,6 +281,7 @@ def measure(
         "workers": workers,
         "executor": "processes" if executor is not None else "local",
         "latency_s": latency,
+        "start_interval_s": start_interval_s,
         "episodes": episodes,
         "calls": calls,
         "calls_per_episode": round(per_episode, 3),
@@ -327,15 +356,36 @@ def main() -> None:
         "--no-bare", dest="bare", action="store_false",
         help="skip the floor run of the client and server alone",
     )  # fmt: skip
+    parser.add_argument(
+        "--start-interval", type=float, default=defaults.SLOT_START_INTERVAL_S,
+        metavar="SECONDS",
+        help="seconds between the slots' starts, in the campaign and the floor run (default "
+        f"{defaults.SLOT_START_INTERVAL_S:g}); the floor also runs with every slot at once",
+    )  # fmt: skip
+    parser.add_argument(
+        "--unstaggered", action="store_true",
+        help="also run each campaign with every slot starting at once (side by side)",
+    )  # fmt: skip
     args = parser.parse_args()
+    interval = args.start_interval
     results = []
     for concurrency in args.concurrency:
         for workers in args.workers:
             result = measure(
-                args.env, concurrency, args.latency, args.seeds, args.questions, workers
-            )
+                args.env, concurrency, args.latency, args.seeds, args.questions, workers,
+                start_interval_s=interval,
+            )  # fmt: skip
+            if args.unstaggered:
+                burst = measure(
+                    args.env, concurrency, args.latency, args.seeds, args.questions, workers,
+                    start_interval_s=0.0,
+                )  # fmt: skip
+                result["unstaggered_ratio"] = burst["ratio"]
+                result["unstaggered_cpu_ms_per_call"] = burst["cpu_ms_per_call"]
             if args.bare and workers == args.workers[0]:
-                result.update(measure_bare(concurrency, args.latency))
+                result.update(measure_bare(concurrency, args.latency, start_interval_s=interval))
+                burst = measure_bare(concurrency, args.latency, start_interval_s=0.0)
+                result.update({f"unstaggered_{key}": value for key, value in burst.items()})
             results.append(result)
             where = "1 process" if workers == 1 else f"{workers} worker processes"
             print(
@@ -350,14 +400,25 @@ def main() -> None:
                 f"{result['cores']} cores allow ratio {_ratio(result['capacity_ceiling'])}; "
                 f"load {result['load_avg']:.1f}; bound: {result['bound']}"
             )
-            if "bare_ratio" in result:
+            if "unstaggered_ratio" in result:
                 print(
-                    f"       client + server alone (1 process, no env, no campaign): ratio "
-                    f"{result['bare_ratio']:.2f}, client CPU "
-                    f"{result['bare_cpu_ms_per_call']:.2f} ms/call, call latency mean "
-                    f"{result['bare_latency_ms']:.1f} ms, p90 {result['bare_latency_p90_ms']:.1f} "
-                    f"ms for L = {args.latency * 1000:g} ms"
+                    f"       the same campaign with every slot starting at once: ratio "
+                    f"{result['unstaggered_ratio']:.2f} (slots {interval * 1000:g} ms apart: "
+                    f"{result['ratio']:.2f})"
                 )
+            if "bare_ratio" in result:
+                for label, prefix in (
+                    (f"slots {interval * 1000:g} ms apart", ""),
+                    ("every slot at once", "unstaggered_"),
+                ):
+                    print(
+                        f"       client + server alone (1 process, no env, no campaign), "
+                        f"{label}: ratio {result[prefix + 'bare_ratio']:.2f}, client CPU "
+                        f"{result[prefix + 'bare_cpu_ms_per_call']:.2f} ms/call, call latency "
+                        f"mean {result[prefix + 'bare_latency_ms']:.1f} ms, p90 "
+                        f"{result[prefix + 'bare_latency_p90_ms']:.1f} ms for L = "
+                        f"{args.latency * 1000:g} ms"
+                    )
     final = results[-1] if len(results) == 1 else {**results[-1], "sweep": results}
     print(json.dumps(final))
 
