@@ -13,7 +13,10 @@ Every reading's result is computed on the database (an aggregate task's readings
 query per event table and grouping, a ranking's by one probe per reading: see
 :meth:`TaskGenerator._verified`); a task is kept only when every combination of readings
 returns a non-empty, NULL-free result, all pairwise different (and a ranking has no tie at its
-cut); otherwise it is drawn again from the same random stream.
+cut); otherwise it is drawn again from the same random stream. The rows each reading reads are
+known as bit masks (one query per database, table and condition, then kept): a draw those rows
+already fail is rejected before any reading's SQL runs, and a count reading's result is its
+number of rows (:meth:`TaskGenerator._early_reject`, :meth:`TaskGenerator._count_key`).
 """
 
 from __future__ import annotations
@@ -322,15 +325,22 @@ def _row_mask(db: GeneratedDatabase, table: str, cond: str) -> int:
     return mask
 
 
-def _owner_masks(db: GeneratedDatabase, table: str, column: str) -> dict[int, int]:
+def _owner_masks(db: GeneratedDatabase, table: str, column: str, *, category: bool = False) -> dict:
     """Each person's (``column`` the person id) or item's event rows in ``table``, as bit masks
-    of their ids (those with none left out), built once per database, table and column."""
-    key = ("owners", table, column)
+    of their ids (those with none left out), built once per database, table and column; with
+    ``category``, each item category's rows (``column`` the item id)."""
+    key = ("owners", table, column, category)
     masks = db.memo.get(key)
     if masks is None:
         masks = {}
-        event_id = db.domain.event_id
-        for row_id, owner in db.connection.execute(f"SELECT {event_id}, {column} FROM {table}"):
+        d = db.domain
+        sql = f"SELECT {d.event_id}, {column} FROM {table}"
+        if category:
+            sql = (
+                f"SELECT e.{d.event_id}, p.{d.category_column} FROM {table} AS e "
+                f"JOIN {d.item_table} AS p ON p.{d.item_id} = e.{d.item_id}"
+            )
+        for row_id, owner in db.connection.execute(sql):
             masks[owner] = masks.get(owner, 0) | (1 << row_id)
         db.memo[key] = masks
     return masks
@@ -377,9 +387,11 @@ class TaskGenerator:
             records built with ``model_construct``, skipping re-validation of what the
             generator builds correctly by construction (``tests/test_generate.py`` checks
             that both paths give equal records and equal JSON).
-        early_reject: reject a draw before its readings' SQL runs when the rows each reading
-            reads already show it fails (default; :meth:`_early_reject`). ``False`` runs every
-            check in full: the same tasks, more SQL (``tests/test_generate_speed2.py`` compares).
+        row_masks: use the rows each reading reads, as bit masks (default): reject a draw
+            before its readings' SQL runs when those rows already show it fails
+            (:meth:`_early_reject`), and count a count task's rows off the masks instead of
+            querying. ``False`` runs every check by SQL, in full: the same tasks, more SQL
+            (``tests/test_generate_speed2.py`` compares).
         **overrides: fields of the config to replace.
 
     Example:
@@ -400,14 +412,14 @@ class TaskGenerator:
         *,
         pool: DatabasePool | None = None,
         validate: bool = True,
-        early_reject: bool = True,
+        row_masks: bool = True,
         **overrides,
     ) -> None:
         config = config or GeneratorConfig()
         self.config = replace(config, **overrides) if overrides else config
         self.pool = pool if pool is not None else DatabasePool()
         self.validate = bool(validate)
-        self.early_reject = bool(early_reject)
+        self.row_masks = bool(row_masks)
         # the fast path's Ambiguity models by (slot, reading) identity (both memoized per
         # database, so this stays as small as the databases' slot memos)
         self._ambiguity_models: dict[tuple[int, int], tuple[fam.Slot, fam.Reading, Ambiguity]] = {}
@@ -687,7 +699,7 @@ class TaskGenerator:
           share the probe, and the probes of a ranking's readings come from one query per
           event table (:meth:`_batch_probes`).
         """
-        if self.early_reject and self._early_reject(db, plan, combos):
+        if self.row_masks and self._early_reject(db, plan, combos):
             return False
         if plan.skeleton == "ranking":
             probes = [self._sql(db, plan, combo, cut=True) for combo in combos]
@@ -746,6 +758,38 @@ class TaskGenerator:
             seen.add(key)
         return False
 
+    def _count_key(
+        self, db: GeneratedDatabase, plan: _Plan, sql: str, combo: tuple[fam.Reading, ...]
+    ) -> frozenset | None:
+        """A count reading's result fingerprint from the rows it counts, without a query:
+        ``COUNT(*)`` is the number of rows in its row mask (per category with the scope
+        family's grouping, a category's rows being a mask too; a category with none is no
+        row of the result), exactly what executing ``sql`` returns
+        (``tests/test_generate_speed.py`` compares every one with execution)."""
+        cached = db.cached_fingerprint(sql, count=True)
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        table, group, conds = db.domain.event_table, False, list(plan.conds)
+        for reading in combo:
+            effect = reading.effect
+            table = effect.get("table", table)
+            group = effect.get("group", group)
+            if "cond" in effect:
+                conds.append(effect["cond"])
+        rows = _row_mask(db, table, "1")
+        for cond in conds:
+            rows &= _row_mask(db, table, cond)
+        if group:
+            categories = _owner_masks(db, table, db.domain.item_id, category=True)
+            kept = [
+                (category, n)
+                for category, mask in categories.items()
+                if (n := (rows & mask).bit_count())
+            ]
+        else:
+            kept = [(rows.bit_count(),)]
+        return db.remember_fingerprint(sql, kept, count=True)
+
     def _batch_keys(
         self, db: GeneratedDatabase, plan: _Plan, sqls: list[str], combos: list[tuple]
     ) -> list[frozenset | None]:
@@ -761,6 +805,11 @@ class TaskGenerator:
         """
         d = db.domain
         count = plan.skeleton == "count"
+        if count and self.row_masks:
+            return [
+                self._count_key(db, plan, sql, combo)
+                for sql, combo in zip(sqls, combos, strict=True)
+            ]
         keys: list[frozenset | None] = [None] * len(combos)
         batches: dict[tuple[str, bool], list[tuple[int, str]]] = {}
         for i, (sql, combo) in enumerate(zip(sqls, combos, strict=True)):
