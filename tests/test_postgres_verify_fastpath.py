@@ -312,3 +312,30 @@ def test_guard_answers_kept_per_text_are_the_answers(server):
         assert caught.value.category == "too_large"
     finally:
         engine.close()
+
+
+def test_loaders_kept_for_the_same_column_types_load_like_a_plain_connection(server):
+    """A query whose columns have the previous query's types reuses its loaders; any other
+    query makes new ones: every result is what a plain connection loads."""
+    _pg_corpus, database, plain, reader = server
+    engine = PostgresEngine(reader, dbname=database_name(CORPUS, database), pool_size=1)
+    queries = [
+        "SELECT 1.5::numeric(5, 2) AS a, 'x'::varchar(3) AS b",
+        "SELECT 2.123456::numeric AS a, 'yz'::text::varchar AS b",  # the same types
+        "SELECT ARRAY[1.5]::numeric[] AS a, 'x' AS b",  # another type, same names
+        "SELECT 3::numeric AS a, NULL::varchar AS b",
+        "SELECT '{\"k\": [1]}'::jsonb AS a, 'x'::varchar AS b",
+        "SELECT x::numeric AS a, x::text::varchar AS b FROM generate_series(1, 200) x",
+        "SELECT 1.5::float8 AS a, 'x'::varchar AS b",
+    ]
+    try:
+        for _round in range(2):
+            for sql in queries:
+                rows = engine.execute(sql).rows
+                expected = plain.execute(sql).fetchall()
+                assert repr(rows) == repr(expected), sql
+                assert [type(v) for row in rows for v in row] == [
+                    type(v) for row in expected for v in row
+                ], sql
+    finally:
+        engine.close()

@@ -419,16 +419,28 @@ class _Connection(psycopg.Connection):
     _encoding: str | None = None
     #: unpredictable 64-bit numbers for next_seed, drawn from the OS 64 at a time
     _entropy: list[int] | None = None
+    #: reset parameters ready to send (next_seed_param)
+    _seed_params: list[list[bytes]] | None = None
     #: the row loader of every query on the connection: its loaders, made per column type
     #: once, are set again from each query's first result (``set_pgresult``); a new one per
     #: query cost about 10 us (psycopg's cursors make one per query)
     _transformer: Transformer | None = None
+    #: the column types the transformer's loaders are for, and whether they load flat rows
+    _oids: tuple[int, ...] | None = None
+    _flat = False
 
     def next_seed(self) -> float:
         """An unpredictable ``setseed`` argument in [-1, 1) (52 random bits)."""
         if not self._entropy:
             self._entropy = list(array.array("Q", secrets.token_bytes(8 * 64)))
         return (self._entropy.pop() >> 12) / 2**51 - 1.0
+
+    def next_seed_param(self) -> list[bytes]:
+        """:meth:`next_seed` as the reset statement's parameter list (text format), made 64
+        at a time."""
+        if not self._seed_params:
+            self._seed_params = [[repr(self.next_seed()).encode()] for _ in range(64)]
+        return self._seed_params.pop()
 
 
 class _Pool:
@@ -811,7 +823,7 @@ class PostgresEngine:
         # The reset inside the transaction (neither advisory locks nor the seed are
         # transactional), then the rollback: one segment. An error skips the rest of the
         # segment; then _reset repeats both in a round trip of their own.
-        pgconn.send_query_prepared(_RESET_NAME, [repr(connection.next_seed()).encode()])
+        pgconn.send_query_prepared(_RESET_NAME, connection.next_seed_param())
         pgconn.send_query_prepared(_ROLLBACK_NAME, None)
         pgconn.pipeline_sync()
         failure: psycopg.Error | None = None
@@ -847,9 +859,10 @@ class PostgresEngine:
                 break
             status = res.status
             if status == _CHUNK:
-                transformer.set_pgresult(res, set_loaders=flat is None)
                 if flat is None:
-                    flat = _flat_result(res)
+                    flat = _first_result(connection, transformer, res)
+                else:
+                    transformer.set_pgresult(res, set_loaders=False)
                 batch = transformer.load_rows(0, res.ntuples, tuple)
                 rows += batch
                 # (for flat rows, _flat_row_bytes summed in two passes; the tuples of a chunk
@@ -863,10 +876,11 @@ class PostgresEngine:
                     connection.close()
                     raise QueryError("too_large", f"the result is larger than {_mib(cap)}")
             elif status == _ROW:
-                transformer.set_pgresult(res, set_loaders=flat is None)
-                row = transformer.load_row(0, tuple)
                 if flat is None:
-                    flat = _flat_result(res)
+                    flat = _first_result(connection, transformer, res)
+                else:
+                    transformer.set_pgresult(res, set_loaders=False)
+                row = transformer.load_row(0, tuple)
                 rows.append(row)
                 # (for a flat row, _flat_row_bytes inline)
                 size += getsizeof(row) + sum(map(getsizeof, row)) if flat else _row_bytes(row)
@@ -1273,9 +1287,18 @@ _FLAT_TYPES = frozenset(
 )  # fmt: skip
 
 
-def _flat_result(result: pq.abc.PGresult) -> bool:
-    """Whether every column of ``result`` loads as a scalar (see ``_FLAT_TYPES``)."""
-    return _FLAT_TYPES.issuperset(map(result.ftype, range(result.nfields)))
+def _first_result(connection: _Connection, transformer: Transformer, res: pq.abc.PGresult) -> bool:
+    """Set the row loader on a query's first rows: its column loaders are kept from the
+    previous query when the column types are the same (else made for these types). Whether
+    the rows are flat (every column of a type in ``_FLAT_TYPES``), kept with the types."""
+    oids = tuple(map(res.ftype, range(res.nfields)))
+    if oids == connection._oids:
+        transformer.set_pgresult(res, set_loaders=False)
+        return connection._flat
+    connection._oids = None  # (until the new loaders are all made)
+    transformer.set_pgresult(res, set_loaders=True)
+    connection._oids, connection._flat = oids, _FLAT_TYPES.issuperset(oids)
+    return connection._flat
 
 
 def _flat_row_bytes(row: tuple) -> int:
