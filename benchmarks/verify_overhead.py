@@ -446,7 +446,10 @@ def _postgres_floor(
     message), ``guarded`` (wrapped in the engine's row guard and ``LIMIT``) and ``isolated``
     (the engine's whole pipeline: prepared ``BEGIN READ ONLY``, the guarded query in chunked
     rows, the prepared reset and ``ROLLBACK``), none of them loading rows into Python; and
-    ``PostgresEngine.execute`` (statement guard, pool, rows loaded and measured). Plus CPU per query of the bare psycopg call, of
+    ``PostgresEngine.execute`` (statement guard, pool, rows loaded and measured) and
+    ``Verifier.verify`` over those engines (``verify``: split into bare, the server-side
+    isolation, the engine's client side beyond psycopg's and the Verifier's own work), each
+    round in a new (seeded) order. Plus CPU per query of the bare psycopg call, of
     the engine and of the isolated libpq pipeline (the engine's own Python is the difference): this thread's and the server backend's (``/proc/<pid>/schedstat``), which a
     busy machine disturbs less than wall time.
     """
@@ -480,6 +483,11 @@ def _postgres_floor(
             connection = engines[db]._pool.get(5.0)
             raws[db] = connection.pgconn
             engines[db]._pool.put(connection)
+    # The Verifier over those engines, in the same rounds (what verify_ms measures, side by
+    # side with its parts).
+    verifier = Verifier(lambda _kind, database: engines[database_name(corpus_name, database)])
+    for record in records:
+        assert verifier.verify(record, record.verification.reference_sql).success, record.id
 
     def pipeline(pgconn, messages, rows_at: int | None = None) -> None:
         pgconn.enter_pipeline_mode()
@@ -499,7 +507,7 @@ def _postgres_floor(
         assert pgconn.get_result().status == pq.ExecStatus.PIPELINE_SYNC
         pgconn.exit_pipeline_mode()
 
-    def variants(db: str, sql: str) -> dict:
+    def variants(db: str, sql: str, record) -> dict:
         pgconn = raws[db]
         guarded = (engine_module._WRAP_HEAD + sql + tail).encode()
         seed = [b"0.25"]
@@ -514,18 +522,21 @@ def _postgres_floor(
             "guarded": lambda: pipeline(pgconn, [(None, None, guarded)], 0),
             "isolated": lambda: pipeline(pgconn, isolated, 1),
             "engine": lambda: engines[db].execute(sql),
+            "verify": lambda: verifier.verify(record, sql),
             "bare": lambda: bares[db].execute(sql).fetchall(),
         } | ({"baseline": lambda: olds[db].execute(sql)} if olds else {})
 
+    shuffle = random.Random(19).shuffle
     totals: dict[str, float] = {}
-    cpu = {"bare": [0.0, 0.0, 0], "engine": [0.0, 0.0, 0], "isolated": [0.0, 0.0, 0]}
+    cpu = {name: [0.0, 0.0, 0] for name in ("bare", "engine", "isolated", "verify")}
     backend = {
         "bare": {db: c.pgconn.backend_pid for db, c in bares.items()},
         "engine": {
             db: e.execute("SELECT pg_backend_pid()").rows[0][0] for db, e in engines.items()
         },
     }
-    backend["isolated"] = backend["engine"]  # (the libpq runs use the engine's connection)
+    # (the libpq runs and the Verifier use the engine's connection)
+    backend["isolated"] = backend["verify"] = backend["engine"]
     if olds:
         cpu["baseline"] = [0.0, 0.0, 0]
         backend["baseline"] = {
@@ -535,12 +546,16 @@ def _postgres_floor(
         for record in records:
             sql = record.verification.reference_sql
             db = database_name(corpus_name, record.verification.database)
-            runs = variants(db, sql)
+            runs = variants(db, sql, record)
             times: dict[str, list[float]] = {name: [] for name in runs}
             for run in runs.values():  # warm
                 run()
+            order = list(runs.items())
             for _ in range(repeats):
-                for name, run in runs.items():
+                # A new order every round (seeded): no variant always follows the same one
+                # (the one before warms or cools the caches and the backend it finds).
+                shuffle(order)
+                for name, run in order:
                     pid = backend.get(name, {}).get(db)
                     server = _schedstat_s(pid) if pid else None
                     client = time.thread_time()
@@ -566,6 +581,18 @@ def _postgres_floor(
         "floor_bare_plus_isolation_ratio": round(
             (totals["bare"] + totals["isolated"] - totals["raw"]) / totals["bare"], 2
         ),
+        "floor_verify_ratio": round(totals["verify"] / totals["bare"], 2),
+    }
+    # verify = bare + the server-side isolation (isolated - raw) + the engine's client side
+    # beyond psycopg's (the rest of engine - bare) + the Verifier's own work (verify - engine)
+    isolation = totals["isolated"] - totals["raw"]
+    parts = {
+        "server_isolation": isolation,
+        "engine_client": totals["engine"] - totals["bare"] - isolation,
+        "verifier": totals["verify"] - totals["engine"],
+    }
+    floor |= {
+        f"part_{name}_ms": round(part * 1e3 / len(records), 3) for name, part in parts.items()
     }
     for name, (client, server, count) in cpu.items():
         floor[f"cpu_{name}_client_ms"] = round(client * 1e3 / count, 3)
@@ -582,6 +609,18 @@ def _postgres_floor(
         f" (the same pipeline straight through libpq, no rows loaded: client "
         f"{floor['cpu_isolated_client_ms']:.3f}; the engine's Python adds "
         f"{floor['cpu_engine_client_ms'] - floor['cpu_isolated_client_ms']:.3f})",
+        file=sys.stderr,
+    )
+    print(
+        f"postgres through the Verifier in the same rounds: {floor['floor_verify_ms']:.3f} "
+        f"ms/query, ratio {floor['floor_verify_ratio']:.2f} to bare psycopg "
+        f"{floor['floor_bare_ms']:.3f} = bare + server-side isolation "
+        f"{floor['part_server_isolation_ms']:.3f} (the floor: ratio "
+        f"{floor['floor_bare_plus_isolation_ratio']:.2f}) + the engine's client side beyond "
+        f"psycopg's {floor['part_engine_client_ms']:.3f} + the Verifier "
+        f"{floor['part_verifier_ms']:.3f}; the 1.3 target leaves "
+        f"{(1.3 * totals['bare'] - totals['bare'] - isolation) * 1e3 / len(records):.3f} "
+        "ms/query for the client side",
         file=sys.stderr,
     )
     if olds:
