@@ -156,6 +156,9 @@ class _Rows:
     def fetchall(self) -> list[tuple]:
         return self.rows
 
+    def __iter__(self) -> Any:
+        return iter(self.rows)
+
     def fetchone(self) -> tuple | None:
         return self.rows[0] if self.rows else None
 
@@ -181,9 +184,19 @@ def run_breakdown(
         return attempt(*args)
 
     generator._attempt = counted  # type: ignore[method-assign]
+    early = 0
+    early_reject = generator._early_reject
+
+    def counted_early(*args: Any) -> bool:
+        nonlocal early
+        verdict = early_reject(*args)
+        early += verdict
+        return verdict
+
+    generator._early_reject = counted_early  # type: ignore[method-assign]
     for seed in range(first_seed - 300, first_seed):  # warm up: thresholds, slot memos
         generator.generate(seed)
-    attempts = 0
+    attempts = early = 0
     sql_before = sum(c.seconds for c in timed)
     queries_before = sum(c.queries for c in timed)
     start = clock()
@@ -197,12 +210,16 @@ def run_breakdown(
         "python": (total - sql) / tasks,
         "queries": (sum(c.queries for c in timed) - queries_before) / tasks,
         "attempts": attempts / tasks,
+        "rejected_before_sql": early / tasks,
     }
 
 
-def run_receive(batch: int, depth: int = 64, rounds: int = 3) -> float:
+def run_receive(batch: int, depth: int = 64, rounds: int = 3, every: bool = False) -> float:
     """The consumer's CPU seconds per task received from a full queue (one worker,
-    ``batch`` tasks per message at most): what one consumer core pays per prefetched task."""
+    ``batch`` tasks per message at most) and its episode's record read, as a reset reads it
+    (records come packed and are unpickled when read): what one consumer core pays per
+    prefetched task. ``every``: every record of the task read (what a consumer that needs the
+    siblings too, or a prefetcher that unpickled whole tasks, pays)."""
     config = GeneratorConfig(domains="train")
     spent, received = 0.0, 0
     with TaskPrefetcher(workers=1, depth=depth, batch=batch) as prefetcher:
@@ -217,7 +234,11 @@ def run_receive(batch: int, depth: int = 64, rounds: int = 3) -> float:
                 time.sleep(0.02)
             start = time.process_time()
             for _ in range(depth):
-                prefetcher.get()
+                records = prefetcher.get().records
+                if every:
+                    list(records)
+                else:
+                    records[len(records) // 2]
             spent += time.process_time() - start
             received += depth
     return spent / received
@@ -298,22 +319,30 @@ def measure(
     # its own pool: the result caches of a pool warm up as it generates, so sharing one would
     # favour whichever generator runs second
     validated = TaskGenerator(validate=True, domains="train")
+    # the fast path with every check by SQL (no row masks): the same tasks, side by side
+    by_sql = TaskGenerator(validate=False, domains="train", row_masks=False)
     copies = {}  # the floor runs on its own copies of the databases: no result caches
     for domain in fast.config.domains:  # build the database pool first
         for index in range(fast.config.databases_per_domain):
             db = fast.database(domain, index)
             validated.database(domain, index)
+            by_sql.database(domain, index)
             copies[db.name] = sqlite3.connect(":memory:")
             db.connection.backup(copies[db.name])
+    for generator in (fast, by_sql):  # warm up alike: thresholds, slot memos, row masks
+        for seed in range(300):
+            generator.generate(10**8 + seed)
     bird = gym.make("AmbiTab-Bird-v0")
     procedural = gym.make("AmbiTab-Procedural-v0")
     warm = min(2_000, steps)
     run_env(bird, warm, 0, clock)  # warm up: compile matchers, build databases
     run_env(procedural, warm, 0, clock)
     gen, gen_valid, floor, bird_steps, bird_eps, proc_steps, proc_eps = ([] for _ in range(7))
+    gen_sql = []
     for round_ in range(rounds):
         rate, queries = run_generator(fast, tasks, round_ * tasks, clock)
         gen.append(rate)
+        gen_sql.append(run_generator(by_sql, tasks, round_ * tasks, clock)[0])
         floor.append(run_floor(queries, copies, clock))
         seeds = 10**6 + round_ * tasks  # fresh seeds: no cached results
         gen_valid.append(run_generator(validated, tasks, seeds, clock)[0])
@@ -332,10 +361,18 @@ def measure(
     aggregate = run_workers(workers, tasks // 2) if workers > 0 else None
     prefetched: dict[str, Any] = {"prefetch": prefetch}
     if prefetch > 0:
-        receive = [run_receive(8), run_receive(1), run_receive(8), run_receive(1)]
+        receive = [
+            run_receive(8),
+            run_receive(1),
+            run_receive(8, every=True),
+            run_receive(8),
+            run_receive(1),
+            run_receive(8, every=True),
+        ]
         prefetched.update(
-            prefetch_receive_us_per_task=round(1e6 * min(receive[0::2]), 1),
-            prefetch_receive_us_per_task_unbatched=round(1e6 * min(receive[1::2]), 1),
+            prefetch_receive_us_per_task=round(1e6 * min(receive[0::3]), 1),
+            prefetch_receive_us_per_task_unbatched=round(1e6 * min(receive[1::3]), 1),
+            prefetch_receive_us_per_task_every_record=round(1e6 * min(receive[2::3]), 1),
         )
         supply = run_supply(prefetch, tasks)
         episodes, wait_share = run_prefetched_env(prefetch, steps)
@@ -360,6 +397,11 @@ def measure(
         "benchmark": "generate",
         "tasks_per_s": round(tasks_per_s, 1),
         "tasks_per_s_validated": round(statistics.median(gen_valid), 1),
+        # the same tasks with every check by SQL (TaskGenerator(row_masks=False)), same rounds
+        "tasks_per_s_sql_checks": round(statistics.median(gen_sql), 1),
+        "row_masks_speedup": round(
+            statistics.median(a / b for a, b in zip(gen, gen_sql, strict=True)), 3
+        ),
         "tasks_per_s_cold": round(cold, 1),
         "floor_tasks_per_s": round(floor_per_s, 1),
         "share_of_floor": round(tasks_per_s / floor_per_s, 3),
@@ -382,6 +424,8 @@ def measure(
         "us_validation_per_task": round(1e6 / statistics.median(gen_valid) - per_task, 1),
         "queries_per_task": round(breakdown["queries"], 2),
         "attempts_per_task": round(breakdown["attempts"], 3),
+        # attempts per accepted task rejected from their rows' masks, before any reading's SQL
+        "attempts_rejected_before_sql_per_task": round(breakdown["rejected_before_sql"], 3),
         "floor_us_per_task": round(1e6 / floor_per_s, 1),
         # what the target asks: a task in a tenth of a Bird episode
         "target_us_per_task": round(1e6 / (10 * bird_eps_per_s), 2),
@@ -472,7 +516,10 @@ def main(argv: list[str] | None = None) -> None:
         f"per task: {result['us_per_task']:,.0f} us = SQL {result['us_sql_per_task']:,.0f} us "
         f"({result['queries_per_task']} queries) + Python {result['us_python_per_task']:,.0f} us"
         f" (fast path; validation adds {result['us_validation_per_task']:,.0f} us); "
-        f"{result['attempts_per_task']} attempts per accepted task; floors: bare SQL "
+        f"{result['attempts_per_task']} attempts per accepted task "
+        f"({result['attempts_rejected_before_sql_per_task']} rejected before any reading's SQL)"
+        f"; row masks: {result['row_masks_speedup']}x the tasks/s of every check by SQL "
+        f"({result['tasks_per_s_sql_checks']:,.0f}, same rounds); floors: bare SQL "
         f"{result['floor_us_per_task']:,.0f} us per task, target {result['target_us_per_task']}"
         f" us per task; with all {result['cores']} cores at the bare-SQL floor the ratio is "
         f"{result['floor_ratio_all_cores']} (target {result['target_ratio']})"
@@ -480,8 +527,10 @@ def main(argv: list[str] | None = None) -> None:
     if result.get("prefetch_receive_us_per_task") is not None:
         print(
             f"prefetch: the consumer pays {result['prefetch_receive_us_per_task']} us of CPU per "
-            f"task received (batched messages; "
-            f"{result['prefetch_receive_us_per_task_unbatched']} us one task per message), so "
+            f"task received and its episode's record read (batched messages; "
+            f"{result['prefetch_receive_us_per_task_unbatched']} us one task per message; "
+            f"{result['prefetch_receive_us_per_task_every_record']} us reading every record of "
+            "the task), so "
             f"one consumer core receives at most {result['prefetch_receive_ratio']} x the Bird "
             "env's episodes/s, whatever the workers"
         )

@@ -303,7 +303,10 @@ def _row_mask(db: GeneratedDatabase, table: str, cond: str) -> int:
         d = db.domain
         aliases = set(_ALIAS.findall(_LITERAL.sub("''", cond)))
         mask = 0
-        if aliases == {"c"} or aliases == {"p"}:
+        if cond == "1":  # every row: each person's rows together
+            for rows in _owner_masks(db, table, d.entity_id).values():
+                mask |= rows
+        elif aliases == {"c"} or aliases == {"p"}:
             person = aliases == {"c"}
             owners = _owner_masks(db, table, d.entity_id if person else d.item_id)
             source = (
