@@ -246,13 +246,16 @@ def _work(
     workers: int,
     warm: GeneratorConfig | None,
     batch: int = 1,
+    inherited: DatabasePool | None = None,
 ) -> None:
-    """A worker's loop: build the database pool of ``warm`` (while the trainer sets up), wait
+    """A worker's loop: build the database pool of ``warm`` (while the trainer sets up; what
+    ``inherited``, the parent's pool copied by ``fork``, holds is not built again), wait
     for a job ``(epoch, config, stream, start)``, then generate its share of the stream
     (indices ``= worker mod workers``) into ``results`` until the next command; ``None`` stops
     it. Messages are ``(epoch, [task, ...])`` (at most ``batch`` tasks, in stream order) or
     ``(epoch, error)``."""
-    pool = DatabasePool()  # kept across jobs: a database depends only on its key
+    # kept across jobs: a database depends only on its key
+    pool = inherited if inherited is not None else DatabasePool()
     if warm is not None:
         for domain in warm.domains:
             for index in range(warm.databases_per_domain):
@@ -343,6 +346,9 @@ class TaskPrefetcher:
             the first :meth:`start`), so the first tasks are not slowed by building databases.
         batch: the most tasks a worker sends in one message (capped at ``depth``); a worker
             gathers tasks only while its previous message waits to be taken.
+        pool: a database pool the workers start from, with the ``fork`` start method (each
+            worker a copy: the databases it holds, and what they memoized, are not built
+            again in every worker); ignored by ``spawn`` and ``forkserver``.
 
     :meth:`start` (re)starts the stream - a config, a stream seed and the index of the next
     task - and discards whatever was generated for an earlier start; :meth:`get` returns the
@@ -368,6 +374,7 @@ class TaskPrefetcher:
         context: str | None = None,
         warm: GeneratorConfig | None = None,
         batch: int = 8,
+        pool: DatabasePool | None = None,
     ) -> None:
         if workers < 1 or depth < 1 or batch < 1:
             raise ConfigurationError(
@@ -394,7 +401,15 @@ class TaskPrefetcher:
         self._processes = [
             ctx.Process(
                 target=_work,
-                args=(self._controls[w], self._results[w], w, self.workers, warm, self.batch),
+                args=(
+                    self._controls[w],
+                    self._results[w],
+                    w,
+                    self.workers,
+                    warm,
+                    self.batch,
+                    pool if ctx.get_start_method() == "fork" else None,
+                ),
                 name=f"ambitab-prefetch-{w}",
                 daemon=True,
             )
