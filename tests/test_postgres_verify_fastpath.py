@@ -339,3 +339,82 @@ def test_loaders_kept_for_the_same_column_types_load_like_a_plain_connection(ser
                 ], sql
     finally:
         engine.close()
+
+
+def _loaded_size(row: tuple) -> int:
+    import sys
+
+    return sys.getsizeof(row) + sum(sys.getsizeof(value) for value in row)
+
+
+@pytest.mark.parametrize("domain_guard", [True, False])
+def test_both_row_guard_forms_refuse_a_row_one_byte_over_the_cap(server, domain_guard):
+    """The domain form (what this server gets) and the CASE form refuse at the same byte."""
+    _pg_corpus, database, plain, reader = server
+    engine = PostgresEngine(reader, dbname=database_name(CORPUS, database), pool_size=1)
+    sql = "SELECT repeat('x', 5000) AS s, 1 AS n"
+    (server_size,) = plain.execute(f"SELECT pg_column_size(q.*) FROM ({sql}) AS q").fetchone()
+    row = plain.execute(sql).fetchone()
+
+    def run(query: str, limits: Limits) -> list:
+        connection = engine._pool.get(5.0)  # (the pool's one connection, maybe a new one)
+        connection._domain_guard = domain_guard
+        engine._pool.put(connection)
+        return engine.execute(query, limits=limits).rows
+
+    try:
+        connection = engine._pool.get(5.0)
+        assert connection._domain_guard  # (the test server's roles can use the domain)
+        engine._pool.put(connection)
+        for _round in range(2):  # (the second time with the plans kept)
+            with pytest.raises(QueryError) as caught:
+                run(sql, Limits(max_result_bytes=server_size - 1))
+            assert caught.value.category == "too_large"
+            assert "the server refused" in caught.value.message
+            # At the cap the server sends it; its loaded size (larger) is over the cap here.
+            with pytest.raises(QueryError) as caught:
+                run(sql, Limits(max_result_bytes=server_size))
+            assert "the result is larger" in caught.value.message
+            assert run(sql, Limits(max_result_bytes=_loaded_size(row))) == [row]
+        # A row over the chunk guard (cap / 1024) but within the cap comes back (one at a time).
+        big = "SELECT repeat('y', 200000) AS s FROM generate_series(1, 3)"
+        assert run(big, Limits(max_result_bytes=2**24)) == [("y" * 200000,)] * 3
+    finally:
+        engine.close()
+
+
+def test_the_domain_guard_is_checked_and_its_refusal_told_apart(server):
+    from ambitab_gym.verify.postgres import _domain_guard_usable, _domain_refusal, _row_refused
+
+    _pg_corpus, _database, plain, _reader = server
+    assert _domain_guard_usable(plain)  # (the reader role, as the engine checks it)
+    errors = {}
+    for name, sql in {
+        "domain": "SELECT (-1)::information_schema.cardinal_number",
+        "marker": "SELECT ('ambitab: a result row is larger than the cap 7')::int",
+        "other-check": "SELECT 1 / 0",
+        "other-cast": "SELECT 'x'::int",
+    }.items():
+        with pytest.raises(psycopg.Error) as caught:
+            plain.execute(sql)
+        errors[name] = caught.value
+    assert [_domain_refusal(e) for e in errors.values()] == [True, False, False, False]
+    assert [_row_refused(e) for e in errors.values()] == [True, True, False, False]
+
+
+def test_a_query_raising_the_guards_errors_itself_still_fails(server):
+    """A submission can raise either guard's error on purpose: it fails (as too_large) either
+    way, and the connection keeps serving."""
+    _pg_corpus, database, _plain, reader = server
+    engine = PostgresEngine(reader, dbname=database_name(CORPUS, database), pool_size=1)
+    try:
+        for sql in (
+            "SELECT (-5)::information_schema.cardinal_number",
+            "SELECT ('ambitab: a result row is larger than the cap ' || 3)::int",
+        ):
+            with pytest.raises(QueryError) as caught:
+                engine.execute(sql)
+            assert caught.value.category == "too_large", sql
+        assert engine.execute("SELECT 0::information_schema.cardinal_number AS n").rows == [(0,)]
+    finally:
+        engine.close()

@@ -86,18 +86,32 @@ __all__ = [
 ]
 
 # Every query runs wrapped, so that the server measures each row before sending it: a row
-# larger than the result cap raises there (a cast of a row-dependent text to int fails with the
-# marker below) instead of reaching the driver whole, and the server stops after max_rows + 1
-# rows (LIMIT). The wrapped statement must be one statement whose parentheses balance, so it
-# cannot close the wrapper's; a subquery admits queries only (SELECT, VALUES, TABLE, WITH
-# without data-modifying parts). (concat() rather than ||: one candidate to resolve, about
-# 10 us less parse analysis per query.)
+# larger than the result cap raises there instead of reaching the driver whole, and the server
+# stops after max_rows + 1 rows (LIMIT). The wrapped statement must be one statement whose
+# parentheses balance, so it cannot close the wrapper's; a subquery admits queries only
+# (SELECT, VALUES, TABLE, WITH without data-modifying parts).
+#
+# The row guard casts what the row leaves of the cap to the built-in domain
+# information_schema.cardinal_number (CHECK (VALUE >= 0), usable by every role): a larger row
+# fails the domain's check, with the size computed once and no CASE (about 0.013 ms less
+# server time per query than the CASE form). Where the domain is not usable as expected for
+# the connection's role (_domain_guard_usable, checked when it connects), the CASE form: a
+# cast of a row-dependent text to int fails with the marker below (concat() rather than ||:
+# one candidate to resolve, about 10 us less parse analysis per query).
 _WRAP_HEAD = "SELECT * FROM (\n"
 _WRAP_TAIL = (
+    "\n) AS ambitab_q WHERE ({cap} - pg_column_size(ambitab_q.*))"
+    "::information_schema.cardinal_number IS NOT NULL LIMIT {limit}"
+)
+_WRAP_TAIL_CASE = (
     "\n) AS ambitab_q WHERE CASE WHEN pg_column_size(ambitab_q.*) <= {cap} THEN true "
     "ELSE pg_catalog.concat('{marker} ', pg_column_size(ambitab_q.*))::int > 0 END LIMIT {limit}"
 )
 _ROW_MARKER = "ambitab: a result row is larger than the cap"
+# The domain's check (its failure is the domain row guard's refusal).
+_GUARD_DOMAIN = ("information_schema", "cardinal_number", "cardinal_number_domain_check")
+# (the domain is over int4: a cap beyond it is no cap on a row, which is at most 1 GB)
+_MAX_DOMAIN_CAP = 2**31 - 1
 # The limits are session settings, set once per connection (and again when they change):
 # everything a query changes happens inside its transaction, which is always rolled back, so
 # they hold for every query on the connection (sent in a pipeline segment of their own).
@@ -425,6 +439,9 @@ class _Connection(psycopg.Connection):
     #: once, are set again from each query's first result (``set_pgresult``); a new one per
     #: query cost about 10 us (psycopg's cursors make one per query)
     _transformer: Transformer | None = None
+    #: the row guard is the domain form (``_WRAP_TAIL``; else the CASE form), see
+    #: ``_domain_guard_usable``
+    _domain_guard = False
     #: the column types the transformer's loaders are for, and whether they load flat rows
     _oids: tuple[int, ...] | None = None
     _flat = False
@@ -589,6 +606,7 @@ class PostgresEngine:
         self._references: _Pool | None = None
         self._lock = threading.Lock()
         self._checked = False
+        self._agent_domain_guard = False  # (what _domain_guard_usable found for the agent role)
         self._admin_params = (
             {**conninfo_to_dict(admin_dsn), "dbname": "postgres"} if admin_dsn else None
         )
@@ -603,7 +621,7 @@ class PostgresEngine:
         self._jobs_thread: threading.Thread | None = None
         self._task_slot = WorkerSlot("postgres-task", "", "PostgreSQL")
         # what a query's limits and chunk size make of a run, per (limits, chunk_rows):
-        # (limits, timeout_s, grace, budget_ms, cap, chunk, row_cap, tail)
+        # (limits, timeout_s, grace, budget_ms, cap, chunk, row_cap, (CASE tail, domain tail))
         self._plans: dict[tuple[int, int | None], tuple] = {}
         # the statement guard's answers per SQL text (_statement_guard; the same text is often
         # submitted again), bounded by _CHECKED_TEXTS entries and _CHECKED_CHARS characters
@@ -630,10 +648,14 @@ class PostgresEngine:
     def _check_agent(self, connection: _Connection) -> None:
         # Once per engine: every connection of the pool logs in with the same parameters.
         if self._checked:
+            connection._domain_guard = self._agent_domain_guard
             return
         user = connection.execute("SELECT session_user::text").fetchone()[0]
         self._agent_user = self._agent_user or user
         problems = isolation_problems(connection, reference=self._reference_user())
+        if not problems:
+            self._agent_domain_guard = _domain_guard_usable(connection)
+            connection._domain_guard = self._agent_domain_guard
         self._checked = not problems
         if problems:
             raise QueryError(
@@ -651,6 +673,7 @@ class PostgresEngine:
                 "of their own (load_corpus_databases creates "
                 f"{reference_role(user)!r}; or pass reference_dsn)",
             )
+        connection._domain_guard = _domain_guard_usable(connection)
 
     def _reference_pool(self) -> _Pool:
         with self._lock:
@@ -787,7 +810,8 @@ class PostgresEngine:
         plan = self._plans.get((id(limits), chunk_rows))
         if plan is None or plan[0] is not limits:  # (the plan holds its limits: id stays theirs)
             plan = self._plan(limits, chunk_rows)
-        _limits, timeout_s, grace_s, budget_ms, cap, chunk, row_cap, tail = plan
+        _limits, timeout_s, grace_s, budget_ms, cap, chunk, row_cap, tails = plan
+        tail = tails[connection._domain_guard]
         deadline = start + timeout_s
         # Past this, the query is stuck where no interrupt reaches it (a long built-in call):
         # the connection is dropped and the query fails with ``timeout``.
@@ -916,7 +940,7 @@ class PostgresEngine:
             and pgconn.transaction_status == _IDLE
         )
         if failure is not None:
-            if chunk > 1 and _ROW_MARKER in (failure.diag.message_primary or ""):
+            if chunk > 1 and _row_refused(failure):
                 # A row over row_cap: one row at a time, with the guard at the cap.
                 del failure
                 if not self._reset(connection):
@@ -966,10 +990,14 @@ class PostgresEngine:
         row_cap = cap // (chunk * _CHUNK_SHARE) if chunk > 1 else cap
         if row_cap < _MIN_CHUNK_ROW_CAP or not _CHUNKED_ROWS:
             chunk, row_cap = 1, cap
-        tail = _WRAP_TAIL.format(cap=row_cap, marker=_ROW_MARKER, limit=limits.max_rows + 1)
+        limit = limits.max_rows + 1
+        tails = (
+            _WRAP_TAIL_CASE.format(cap=row_cap, marker=_ROW_MARKER, limit=limit),
+            _WRAP_TAIL.format(cap=min(row_cap, _MAX_DOMAIN_CAP), limit=limit),
+        )
         budget_ms = max(1, int(limits.timeout_s * 1000))
         plan = (limits, limits.timeout_s, _grace_s(limits.timeout_s), budget_ms, cap, chunk)
-        plan += (row_cap, tail)
+        plan += (row_cap, tails)
         if len(self._plans) >= 64:  # (limits made per call: keep the latest few)
             self._plans.clear()
         self._plans[id(limits), chunk_rows] = plan
@@ -1374,6 +1402,39 @@ def _await(connection: _Connection, stop: float, limits: Limits) -> None:
         pgconn.consume_input()
 
 
+def _domain_refusal(error: psycopg.Error) -> bool:
+    """Whether ``error`` is the failed check of the domain row guard's domain."""
+    diag = getattr(error, "diag", None)
+    return (
+        diag is not None
+        and error.sqlstate == "23514"  # check_violation
+        and (diag.schema_name, diag.datatype_name, diag.constraint_name) == _GUARD_DOMAIN
+    )
+
+
+def _row_refused(error: psycopg.Error) -> bool:
+    """Whether ``error`` is the row guard's (either form): a row larger than the row cap.
+    (A query can raise the same error itself: it fails either way.)"""
+    diag = getattr(error, "diag", None)
+    return _domain_refusal(error) or (
+        diag is not None and _ROW_MARKER in (diag.message_primary or "")
+    )
+
+
+def _domain_guard_usable(connection: psycopg.Connection) -> bool:
+    """Whether the domain row guard works for the connection's role: the domain is usable, a
+    value of 0 passes it and -1 fails its own check (else the engine uses the CASE form)."""
+    try:
+        passed = connection.execute("SELECT 0::information_schema.cardinal_number = 0").fetchone()
+    except psycopg.Error:
+        return False
+    try:
+        connection.execute("SELECT (-1)::information_schema.cardinal_number")
+    except psycopg.Error as error:
+        return passed == (True,) and _domain_refusal(error)
+    return False
+
+
 def _connection_lost(error: psycopg.Error) -> bool:
     return error.sqlstate is None or error.sqlstate.startswith(("08", "57P"))
 
@@ -1393,7 +1454,7 @@ def _classify(error: psycopg.Error, sql_text: str, limits: Limits) -> QueryError
     diag = getattr(error, "diag", None)
     primary = (diag.message_primary if diag is not None else None) or str(error)
     message = primary.strip()
-    if _ROW_MARKER in message:
+    if _row_refused(error):
         return QueryError(
             "too_large",
             f"a result row is larger than {_mib(limits.max_result_bytes)} (the server refused "
