@@ -449,7 +449,10 @@ def _postgres_floor(
     ``PostgresEngine.execute`` (statement guard, pool, rows loaded and measured) and
     ``Verifier.verify`` over those engines (``verify``: split into bare, the server-side
     isolation, the engine's client side beyond psycopg's and the Verifier's own work), each
-    round in a new (seeded) order. Plus CPU per query of the bare psycopg call, of
+    round in a new (seeded) order. (The libpq runs, the engine and the Verifier share the
+    engine's one backend, which stays warm between them; bare psycopg has a backend of its own:
+    these rounds favour the engine. The row ratio, bare and verify alternating with a backend
+    each, is the fair figure.) Plus CPU per query of the bare psycopg call, of
     the engine and of the isolated libpq pipeline (the engine's own Python is the difference): this thread's and the server backend's (``/proc/<pid>/schedstat``), which a
     busy machine disturbs less than wall time.
     """
