@@ -18,8 +18,12 @@ generating tasks (``procedural_generation_share``) and waiting for a task
 ``--prefetch N``, which generate the next tasks in N processes per env while PPO runs - the
 share of the training loop's time a task supply costs; target about 0) and
 ``procedural_wait_share_cpu`` (the training process's CPU time getting tasks over its CPU time:
-with prefetching, receiving them; the wait share on a machine with a free core per worker). The
-last line is JSON.
+with prefetching, receiving them; the wait share on a machine with a free core per worker), next to
+the training process's garbage-collection seconds and full collections (``procedural_gc_s``,
+``procedural_gc_full_collections``: a collection runs inside whatever allocates when it is due,
+a reset included, and is counted in the wait then). ``--threads`` (default 1) sets PyTorch's
+thread count - the trainer's choice, not the library's: on this 2-core machine one thread
+leaves the other core to the prefetching workers. The last line is JSON.
 
     python benchmarks/train_procedural.py [--steps 20000] [--seeds 0] [--subproc] [--prefetch 1]
 """
@@ -28,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
+import resource
 import statistics
 import tempfile
 import time
@@ -48,6 +54,22 @@ from ambitab_gym.integrations.sb3 import (
     make_menu_env,
     random_menu_policy,
 )
+
+
+class _GcClock:
+    """A ``gc.callbacks`` entry: seconds of garbage collection and full collections."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._start
+        self.full += info["generation"] == 2
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -160,10 +182,15 @@ def main(argv: list[str] | None = None) -> None:
                 ent_coef=0.01,
                 seed=seed,
             )
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            children_cpu_s = children.ru_utime + children.ru_stime
+            collections = _GcClock()  # the trainer's garbage collections while it learns
+            gc.callbacks.append(collections)
             tick, cpu_tick = time.perf_counter(), time.process_time()
             model.learn(args.steps)
             train_s = time.perf_counter() - tick
             train_cpu_s = time.process_time() - cpu_tick  # unaffected by other jobs
+            gc.callbacks.remove(collections)
             # seconds the envs spent generating tasks (summed over envs; with --subproc they
             # overlap each other and PPO, so the share is an upper bound of the time lost)
             stats = venv.env_method("generation_stats") if source == "procedural" else []
@@ -172,7 +199,9 @@ def main(argv: list[str] | None = None) -> None:
             # the resets' wait for a task (the envs step one after another in this process)
             wait_s = sum(s["wait_seconds"] for s in stats)
             wait_cpu_s = sum(s["wait_cpu_seconds"] for s in stats)
-            venv.close()
+            venv.close()  # joins the prefetching workers: their CPU time is the children's
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            workers_cpu_s = children.ru_utime + children.ru_stime - children_cpu_s
             scores = {
                 name: evaluate_menu_policy(model, env)[0] for name, env in evaluations.items()
             }
@@ -185,6 +214,9 @@ def main(argv: list[str] | None = None) -> None:
                     "generation_cpu_s": generation_cpu_s,
                     "wait_s": wait_s,
                     "wait_cpu_s": wait_cpu_s,
+                    "gc_s": collections.seconds,
+                    "workers_cpu_s": workers_cpu_s,
+                    "gc_full": collections.full,
                     "scores": scores,
                 }
             )
@@ -216,6 +248,20 @@ def main(argv: list[str] | None = None) -> None:
             # with a free core per prefetching worker
             result["procedural_wait_share_cpu"] = round(
                 statistics.fmean(r["wait_cpu_s"] / r["train_cpu_s"] for r in runs), 4
+            )
+            # the training process's garbage collections (wherever they ran; a full one costs
+            # about 0.15 s here, and lands in whatever allocated last - a reset included)
+            # the prefetching workers' CPU seconds (the envs' lifetime: warm-up, the tasks
+            # ahead), next to the training process's
+            result["procedural_workers_cpu_s"] = round(
+                statistics.fmean(r["workers_cpu_s"] for r in runs), 3
+            )
+            result["procedural_train_cpu_s"] = round(
+                statistics.fmean(r["train_cpu_s"] for r in runs), 3
+            )
+            result["procedural_gc_s"] = round(statistics.fmean(r["gc_s"] for r in runs), 3)
+            result["procedural_gc_full_collections"] = statistics.fmean(
+                r["gc_full"] for r in runs
             )
             result["procedural_generation_ms_per_step"] = round(
                 statistics.fmean(1000 * r["generation_s"] / args.steps for r in runs), 3

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
 import io
 import multiprocessing
 import pickle
@@ -41,12 +42,12 @@ import numpy as np
 
 from ambitab_gym.errors import AmbiTabError, ConfigurationError
 from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
-from ambitab_gym.records import TaskRecord
+from ambitab_gym.records import Ambiguity, CompareRules, PublicSpec, TaskRecord, VerificationSpec
 
 __all__ = ["PackedRecords", "PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
 
 _POLL_S = 0.2  # how often a blocked worker looks for a new command or a dead parent
-_IDLE_S = 0.02  # how often a worker whose queue is full looks for room (a timer, not a wake-up)
+_IDLE_S = 0.02  # how often a worker `depth` tasks ahead looks for room (a timer, not a wake-up)
 _STOP = None
 
 
@@ -70,16 +71,77 @@ def task_seed(stream: int, index: int) -> int:
     return int(state[0]) >> 1
 
 
-class _SharedPickler(pickle.Pickler):
-    """Pickles a record with the parts it shares with other tasks as numbers."""
+def _model(cls: type, names: tuple, values: tuple, fields_set: set, extra: Any) -> Any:
+    """A record model rebuilt from its field values, as pickling it whole restores it
+    (without pydantic's per-model ``__getstate__``/``__setstate__`` round trip)."""
+    instance = cls.__new__(cls)
+    object.__setattr__(instance, "__dict__", dict(zip(names, values, strict=True)))
+    object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(instance, "__pydantic_extra__", extra)
+    object.__setattr__(instance, "__pydantic_private__", None)
+    return instance
 
-    def __init__(self, file: io.BytesIO, sent: dict[int, tuple[object, int]]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._sent = sent
 
-    def persistent_id(self, obj: object) -> int | None:
-        entry = self._sent.get(id(obj))
-        return None if entry is None else entry[1]
+def _shared_part(key: int) -> Any:
+    """Stands for a shared part in a packed record; :class:`_SharedUnpickler` reads it from
+    its table instead."""
+    raise PrefetchError("a packed record read without its shared parts")
+
+
+def _reduce_model(model: Any) -> tuple:
+    if model.__pydantic_private__ is not None:  # not a record model: pickled as usual
+        return model.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    state = model.__dict__
+    return (
+        _model,
+        (
+            type(model),
+            tuple(state),
+            tuple(state.values()),
+            model.__pydantic_fields_set__,
+            model.__pydantic_extra__,
+        ),
+    )
+
+
+class _Ref:
+    """A shared part inside a model's field values (pickled as its number)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+
+    def __reduce__(self) -> tuple:
+        return (_shared_part, (self.key,))
+
+
+def _record_pickler(file: io.BytesIO, sent: dict[int, tuple[object, int]]) -> pickle.Pickler:
+    """A pickler of one record: its models as field values, the parts already in ``sent`` (a
+    spec's column meanings, ambiguities, compare rules) as their numbers (a reducer per model
+    class: no Python call for any other object)."""
+
+    def shared_or_model(model: Any) -> tuple:
+        entry = sent.get(id(model))
+        return (_shared_part, (entry[1],)) if entry is not None else _reduce_model(model)
+
+    def spec(model: Any) -> tuple:
+        function, (cls, names, values, fields_set, extra) = _reduce_model(model)
+        meanings = model.__dict__.get("column_meanings")
+        entry = sent.get(id(meanings))
+        if entry is not None:
+            values = tuple(_Ref(entry[1]) if v is meanings else v for v in values)
+        return (function, (cls, names, values, fields_set, extra))
+
+    pickler = pickle.Pickler(file, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {
+        TaskRecord: _reduce_model,
+        PublicSpec: spec,
+        VerificationSpec: _reduce_model,
+        Ambiguity: shared_or_model,
+        CompareRules: shared_or_model,
+    }
+    return pickler
 
 
 class _SharedUnpickler(pickle.Unpickler):
@@ -87,8 +149,10 @@ class _SharedUnpickler(pickle.Unpickler):
         super().__init__(file)
         self._table = table
 
-    def persistent_load(self, pid: int) -> object:
-        return self._table[pid]
+    def find_class(self, module: str, name: str) -> Any:
+        if name == "_shared_part" and module == __name__:
+            return self._table.__getitem__
+        return super().find_class(module, name)
 
 
 class PackedRecords(Sequence[TaskRecord]):
@@ -97,7 +161,8 @@ class PackedRecords(Sequence[TaskRecord]):
     them (a replay, the interpretation solver) - so the training process builds about a third
     of the objects it would (less CPU, and fewer objects for its garbage collector). The parts
     records share across tasks (ambiguities, column meanings, compare rules) travel once per
-    stream (:meth:`pack` lists the new ones) and are referred to by number.
+    stream (:meth:`pack` lists the new ones) and are referred to by number; the record models travel as their field
+    values.
 
     Equal to the tuple of its records; pickled, it becomes that tuple.
 
@@ -146,7 +211,7 @@ class PackedRecords(Sequence[TaskRecord]):
         blobs = []
         for record in records:
             buffer = io.BytesIO()
-            _SharedPickler(buffer, sent).dump(record)
+            _record_pickler(buffer, sent).dump(record)
             blobs.append(buffer.getvalue())
         ids = tuple(record.id for record in records)
         return cls(records[0].avt_id if records else "", ids, tuple(blobs), tuple(new))
@@ -247,13 +312,16 @@ def _work(
     warm: GeneratorConfig | None,
     batch: int = 1,
     inherited: DatabasePool | None = None,
+    taken: Any = None,
+    depth: int = 1,
 ) -> None:
     """A worker's loop: build the database pool of ``warm`` (while the trainer sets up; what
     ``inherited``, the parent's pool copied by ``fork``, holds is not built again), wait
     for a job ``(epoch, config, stream, start)``, then generate its share of the stream
     (indices ``= worker mod workers``) into ``results`` until the next command; ``None`` stops
     it. Messages are ``(epoch, [task, ...])`` (at most ``batch`` tasks, in stream order) or
-    ``(epoch, error)``."""
+    ``(epoch, error)``; at most ``depth`` tasks are ahead of ``taken``, the tasks the consumer
+    has received (a shared counter it adds to)."""
     # kept across jobs: a database depends only on its key
     pool = inherited if inherited is not None else DatabasePool()
     if warm is not None:
@@ -265,6 +333,9 @@ def _work(
     job: tuple[int, TaskGenerator, int] | None = None
     index = 0
     sent: dict[int, tuple[object, int]] = {}
+    sent_tasks = 0
+    if taken is None:  # no consumer count: bounded by what was sent alone
+        taken = ctypes.c_longlong(0)
     pending: list[PrefetchedTask] = []
     while True:
         try:
@@ -284,31 +355,34 @@ def _work(
                 return
             continue
         epoch, generator, stream = job
-        if len(pending) < batch:
+        # tasks sent and not yet received by the consumer, and those gathered here
+        ahead = sent_tasks - taken.value + len(pending)
+        if len(pending) < batch and ahead < depth:
             seed = task_seed(stream, index)
             try:
                 task = generator.generate(seed)
             except AmbiTabError as error:  # sent on: the env raises it where it asked
                 job = None
                 messages = [(epoch, pending), (epoch, error)] if pending else [(epoch, error)]
+                sent_tasks += len(pending)
                 pending = []
-                sent = all(_send(results, control, message) for message in messages)
-                if not sent and not _parent_alive():
+                delivered = all(_send(results, control, message) for message in messages)
+                if not delivered and not _parent_alive():
                     return
                 continue
             pending.append(PrefetchedTask(index, seed, PackedRecords.pack(task.records, sent)))
             index += workers
+            ahead += 1
         # gather while the consumer has tasks to take; send at once when it may wait
-        if len(pending) >= batch or _nothing_queued(results):
-            try:
-                results.put_nowait((epoch, pending))
-                pending = []
-            except queue.Full:
-                pass
-        if len(pending) >= batch:
-            # full: look again after a while, never blocked on the queue, so that the consumer
-            # taking a message does not wake this process (on a busy machine a woken worker
-            # can take the consumer's core in the middle of its reset)
+        if pending and (len(pending) >= batch or ahead >= depth or _nothing_queued(results)):
+            results.put((epoch, pending))
+            sent_tasks += len(pending)
+            pending = []
+        elif ahead >= depth:
+            # `depth` tasks ahead: look again after a while. The consumer counts what it
+            # receives in shared memory, it does not signal: taking a message never wakes this
+            # process (on a busy machine a woken worker can take the consumer's core in the
+            # middle of a reset)
             time.sleep(_IDLE_S)
             if not _parent_alive():
                 return
@@ -339,7 +413,8 @@ class TaskPrefetcher:
 
     Args:
         workers: how many worker processes (each generates every ``workers``-th task).
-        depth: tasks each worker may hold ready (its queue's bound).
+        depth: tasks each worker may have ahead of the consumer (sent and not yet received,
+            or gathered).
         context: the multiprocessing start method (default: the platform's; ``spawn`` and
             ``forkserver`` need the script's ``if __name__ == "__main__"`` guard).
         warm: a config whose database pool the workers build as soon as they start (before
@@ -390,9 +465,10 @@ class TaskPrefetcher:
         self.depth = int(depth)
         self.batch = min(int(batch), self.depth)
         self._controls = [ctx.Queue() for _ in range(self.workers)]
-        # messages of up to `batch` tasks: about `depth` tasks ready per worker
-        messages = max(1, self.depth // self.batch)
-        self._results = [ctx.Queue(maxsize=messages) for _ in range(self.workers)]
+        # unbounded queues: a worker keeps at most `depth` tasks ahead of what the consumer
+        # counts as received in `_taken` (shared memory, no signal)
+        self._results = [ctx.Queue() for _ in range(self.workers)]
+        self._taken = [ctx.RawValue(ctypes.c_longlong, 0) for _ in range(self.workers)]
         self._ready: list[collections.deque[PrefetchedTask]] = [
             collections.deque() for _ in range(self.workers)
         ]
@@ -409,6 +485,8 @@ class TaskPrefetcher:
                     warm,
                     self.batch,
                     pool if ctx.get_start_method() == "fork" else None,
+                    self._taken[w],
+                    self.depth,
                 ),
                 name=f"ambitab-prefetch-{w}",
                 daemon=True,
@@ -465,6 +543,8 @@ class TaskPrefetcher:
                     self.close()
                     raise PrefetchError(f"prefetching worker {w} exited (code {code})") from None
                 continue
+            if isinstance(payload, list):
+                self._taken[w].value += len(payload)  # received: room for the worker
             if epoch != self._epoch:
                 continue  # generated for an earlier start
             if isinstance(payload, BaseException):
