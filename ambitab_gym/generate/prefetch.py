@@ -47,7 +47,7 @@ from ambitab_gym.records import Ambiguity, CompareRules, PublicSpec, TaskRecord,
 __all__ = ["PackedRecords", "PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
 
 _POLL_S = 0.2  # how often a blocked worker looks for a new command or a dead parent
-_IDLE_S = 0.02  # how often a worker `depth` tasks ahead looks for room (a timer, not a wake-up)
+_IDLE_S = 0.05  # how often a worker `depth` tasks ahead looks for room (a timer, not a wake-up)
 _STOP = None
 
 
@@ -71,15 +71,20 @@ def task_seed(stream: int, index: int) -> int:
     return int(state[0]) >> 1
 
 
-def _model(cls: type, names: tuple, values: tuple, fields_set: set, extra: Any) -> Any:
-    """A record model rebuilt from its field values, as pickling it whole restores it
-    (without pydantic's per-model ``__getstate__``/``__setstate__`` round trip)."""
+def _model(kind: int, names: tuple, values: tuple, fields_set: set, extra: Any) -> Any:
+    """A record model (``_MODELS[kind]``) rebuilt from its field values, as pickling it whole
+    restores it (without pydantic's per-model ``__getstate__``/``__setstate__`` round trip)."""
+    cls = _MODELS[kind]
     instance = cls.__new__(cls)
     object.__setattr__(instance, "__dict__", dict(zip(names, values, strict=True)))
     object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
     object.__setattr__(instance, "__pydantic_extra__", extra)
     object.__setattr__(instance, "__pydantic_private__", None)
     return instance
+
+
+_MODELS = (TaskRecord, PublicSpec, VerificationSpec, Ambiguity, CompareRules)
+_MODEL_KIND = {cls: kind for kind, cls in enumerate(_MODELS)}
 
 
 def _shared_part(key: int) -> Any:
@@ -95,7 +100,7 @@ def _reduce_model(model: Any) -> tuple:
     return (
         _model,
         (
-            type(model),
+            _MODEL_KIND[type(model)],
             tuple(state),
             tuple(state.values()),
             model.__pydantic_fields_set__,
@@ -150,8 +155,11 @@ class _SharedUnpickler(pickle.Unpickler):
         self._table = table
 
     def find_class(self, module: str, name: str) -> Any:
-        if name == "_shared_part" and module == __name__:
-            return self._table.__getitem__
+        if module == __name__:  # the two globals a packed record names: no import lookup
+            if name == "_model":
+                return _model
+            if name == "_shared_part":
+                return self._table.__getitem__
         return super().find_class(module, name)
 
 
