@@ -59,7 +59,8 @@ class ProceduralEnv(AmbiTabEnv):
         pool: a :class:`~ambitab_gym.generate.tasks.DatabasePool` shared by the envs of a
             vector env, so that each database is built once (a database depends only on its
             name and ``database_seed``, so sharing never changes a task); with ``prefetch``, it
-            is built when the env is made and the workers start from a copy of it (``fork``).
+            is built and warmed (``DatabasePool.warm``) when the env is made and the workers
+            start from a copy of it (``fork``).
         prefetch: worker processes that generate the next tasks ahead of the training loop
             (:class:`~ambitab_gym.generate.prefetch.TaskPrefetcher`; 0, the default, generates
             in the env's process). The tasks are the same as without prefetching; the workers
@@ -137,12 +138,10 @@ class ProceduralEnv(AmbiTabEnv):
         self.prefetcher: TaskPrefetcher | None = None
         if prefetch:
             if pool is not None:
-                # a pool the caller shares (the envs of a vector env): built here, once for
-                # every env sharing it, and copied into the workers when they fork, instead of
-                # built again by each worker while the trainer sets up
-                for domain in config.domains:
-                    for index in range(config.databases_per_domain):
-                        self.generator.database(domain, index)
+                # a pool the caller shares (the envs of a vector env): built and warmed here,
+                # once for every env sharing it, and copied into the workers when they fork,
+                # instead of built again by each worker while the trainer sets up
+                pool.warm(config)
             self.prefetcher = TaskPrefetcher(
                 workers=int(prefetch),
                 depth=prefetch_depth,

@@ -32,6 +32,7 @@ import io
 import multiprocessing
 import pickle
 import queue
+import sys
 import time
 import weakref
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ from ambitab_gym.records import Ambiguity, CompareRules, PublicSpec, TaskRecord,
 __all__ = ["PackedRecords", "PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
 
 _POLL_S = 0.2  # how often a blocked worker looks for a new command or a dead parent
+_SWITCH_S = 0.0005  # a worker's GIL switch interval (its feeder thread waits at most this)
 _IDLE_S = 0.05  # how often a worker `depth` tasks ahead looks for room (a timer, not a wake-up)
 _STOP = None
 
@@ -330,14 +332,13 @@ def _work(
     it. Messages are ``(epoch, [task, ...])`` (at most ``batch`` tasks, in stream order) or
     ``(epoch, error)``; at most ``depth`` tasks are ahead of ``taken``, the tasks the consumer
     has received (a shared counter it adds to)."""
+    # the queue's feeder thread writes a message to the pipe only once it holds the GIL: hand
+    # it over within half a millisecond, not the default 5 ms (this process's setting only)
+    sys.setswitchinterval(_SWITCH_S)
     # kept across jobs: a database depends only on its key
     pool = inherited if inherited is not None else DatabasePool()
-    if warm is not None:
-        for domain in warm.domains:
-            for index in range(warm.databases_per_domain):
-                if not control.empty():
-                    break  # a job (or a stop) came first: build the rest on demand
-                pool.get(domain, index, warm.database_seed)
+    if warm is not None:  # until a job (or a stop) comes: the rest is built on demand
+        pool.warm(warm, stop=lambda: not control.empty())
     job: tuple[int, TaskGenerator, int] | None = None
     index = 0
     sent: dict[int, tuple[object, int]] = {}
@@ -345,16 +346,19 @@ def _work(
     if taken is None:  # no consumer count: bounded by what was sent alone
         taken = ctypes.c_longlong(0)
     pending: list[PrefetchedTask] = []
+    command: Any = ()
     while True:
-        try:
-            command = control.get(timeout=_POLL_S) if job is None else control.get_nowait()
-        except queue.Empty:
-            command = ()
+        if command == ():
+            try:
+                command = control.get(timeout=_POLL_S) if job is None else control.get_nowait()
+            except queue.Empty:
+                command = ()
         if command is _STOP:
             return
         if command != ():
             pending = []  # generated for the previous job: stale
             epoch, config, stream, start = command
+            command = ()
             job = (epoch, TaskGenerator(config, pool=pool, validate=False), stream)
             index = start + (worker - start) % workers
             sent: dict[int, tuple[object, int]] = {}  # the shared parts sent in this job
@@ -383,15 +387,21 @@ def _work(
             ahead += 1
         # gather while the consumer has tasks to take; send at once when it may wait
         if pending and (len(pending) >= batch or ahead >= depth or _nothing_queued(results)):
+            waiting = len(pending) < batch  # nothing queued: the consumer may be waiting
             results.put((epoch, pending))
             sent_tasks += len(pending)
             pending = []
+            if waiting:
+                time.sleep(0)  # let the feeder thread write it now
         elif ahead >= depth:
-            # `depth` tasks ahead: look again after a while. The consumer counts what it
-            # receives in shared memory, it does not signal: taking a message never wakes this
-            # process (on a busy machine a woken worker can take the consumer's core in the
-            # middle of a reset)
-            time.sleep(_IDLE_S)
+            # `depth` tasks ahead: look again after a while (or at once on a new command). The
+            # consumer counts what it receives in shared memory, it does not signal: taking a
+            # message never wakes this process (on a busy machine a woken worker can take the
+            # consumer's core in the middle of a reset)
+            try:
+                command = control.get(timeout=_IDLE_S)
+            except queue.Empty:
+                command = ()
             if not _parent_alive():
                 return
 
@@ -425,8 +435,9 @@ class TaskPrefetcher:
             or gathered).
         context: the multiprocessing start method (default: the platform's; ``spawn`` and
             ``forkserver`` need the script's ``if __name__ == "__main__"`` guard).
-        warm: a config whose database pool the workers build as soon as they start (before
-            the first :meth:`start`), so the first tasks are not slowed by building databases.
+        warm: a config whose database pool the workers build and warm
+            (:meth:`~ambitab_gym.generate.tasks.DatabasePool.warm`) as soon as they start
+            (before the first :meth:`start`), so the first tasks are not slowed by it.
         batch: the most tasks a worker sends in one message (capped at ``depth``); a worker
             gathers tasks only while its previous message waits to be taken.
         pool: a database pool the workers start from, with the ``fork`` start method (each

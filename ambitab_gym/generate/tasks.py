@@ -27,6 +27,7 @@ import json
 import operator
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
@@ -60,6 +61,8 @@ GENERATOR_VERSION = "2"
 _GENERATOR = f"ambitab_gym.generate v{GENERATOR_VERSION}"
 _SKELETONS = ("total", "average", "count", "ranking")
 _MAX_TRIES = 200
+#: throwaway tasks :meth:`DatabasePool.warm` generates to fill the databases' memos
+_WARM_TASKS = 200
 #: A ranking's probe returns this many rows: more than any limit a reading sets (at most 10).
 _RANK_PROBE = 11
 _SUM = operator.itemgetter(1)  # a probe row's sum
@@ -362,6 +365,7 @@ class DatabasePool:
     def __init__(self) -> None:
         self._databases: dict[tuple[str, int, int], GeneratedDatabase] = {}
         self._slots: dict[str, dict] = {}  # one slot memo per domain (``GeneratedDatabase.slots``)
+        self._warmed: set[tuple] = set()
 
     def __len__(self) -> int:
         return len(self._databases)
@@ -377,6 +381,44 @@ class DatabasePool:
             db.slots = self._slots.setdefault(domain, {})
             self._databases[key] = db
         return db
+
+    def warm(
+        self,
+        config: GeneratorConfig,
+        *,
+        tasks: int = _WARM_TASKS,
+        stop: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Build every database ``config`` draws from, then generate ``tasks`` throwaway tasks
+        (fixed seeds) on them, so that what the databases memoize - row masks, family slots,
+        thresholds, results - is there before the first real task; all of it is a cache, so no
+        task changes. Once per config; ``stop()``, asked between steps, ends it early. Returns
+        whether it finished.
+
+        >>> pool = DatabasePool()
+        >>> pool.warm(GeneratorConfig(domains=("retail",), databases_per_domain=2), tasks=3)
+        True
+        >>> len(pool)
+        2
+        """
+        key = (config.digest(), config.database_seed, config.databases_per_domain)
+        if key in self._warmed:
+            return True
+        for domain in config.domains:
+            for index in range(config.databases_per_domain):
+                if stop is not None and stop():
+                    return False
+                self.get(domain, index, config.database_seed)
+        generator = TaskGenerator(config, pool=self, validate=False)
+        for seed in range(tasks):
+            if stop is not None and stop():
+                return False
+            try:
+                generator.generate((0x3A7F << 32) + seed)
+            except ConfigurationError:  # no valid task: the real draw will say so
+                break
+        self._warmed.add(key)
+        return True
 
 
 class TaskGenerator:
