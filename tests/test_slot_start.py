@@ -120,10 +120,12 @@ def test_interval_zero_starts_every_slot_at_once():
 
 
 def test_with_a_ramp_a_slot_acts_again_before_the_last_one_starts():
-    # the opposite of the test above, so that it can fail: 4 slots 50 ms apart, 20 ms per act
+    # the opposite of the test above, so that it can fail: 4 slots 100 ms apart, 20 ms per act
+    asyncio.run(run_units(_plan([]), _units(1), concurrency=1, on_row=lambda row: None,
+                          start_interval_s=0))  # warm: the corpus's first episode  # fmt: skip
     log: list = []
-    asyncio.run(run_units(_plan(log, think_s=0.02), _units(16), concurrency=4,
-                          on_row=lambda row: None, start_interval_s=0.05))  # fmt: skip
+    asyncio.run(run_units(_plan(log, think_s=0.02), _units(60), concurrency=4,
+                          on_row=lambda row: None, start_interval_s=0.1))  # fmt: skip
     first_of_last = min(t for n, d, t in log if n == 3 and d == 0)
     assert any(t < first_of_last for n, d, t in log if n == 0 and d == 1)
 
