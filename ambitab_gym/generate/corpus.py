@@ -216,7 +216,6 @@ class ProceduralCorpus(Corpus):
         self.generator = generator
         self.keep = max(1, int(keep))
         self._recent: OrderedDict[str, Sequence[TaskRecord]] = OrderedDict()
-        self._places: dict[str, tuple[str, int]] = {}  # record id -> (AVT id, position)
         self._schemas: dict[str, str] = {}
 
     @property  # type: ignore[override]
@@ -236,12 +235,18 @@ class ProceduralCorpus(Corpus):
         return sum(len(records) for records in self._recent.values())
 
     def record(self, record_id: str) -> TaskRecord:
-        """A held record by id."""
-        place = self._places.get(record_id)
-        if place is None:
-            raise KeyError(f"corpus {self.name!r} has no record {record_id!r}")
-        avt_id, k = place
-        return self._recent[avt_id][k]
+        """A held record by id (``<AVT id>-<k>``, the k-th record of its AVT)."""
+        avt_id, _, k = record_id.rpartition("-")
+        records = self._recent.get(avt_id)
+        if records is not None and k.isdigit() and int(k) < len(records):
+            ids = getattr(records, "ids", None)
+            if (ids[int(k)] if ids is not None else records[int(k)].id) == record_id:
+                return records[int(k)]
+        for records in self._recent.values():  # ids of another form (never generated ones)
+            ids = getattr(records, "ids", None) or [record.id for record in records]
+            if record_id in ids:
+                return records[list(ids).index(record_id)]
+        raise KeyError(f"corpus {self.name!r} has no record {record_id!r}")
 
     def add(self, task: GeneratedTask) -> Sequence[TaskRecord]:
         """Hold a task's records (forgetting the oldest AVT beyond ``keep``); returns them."""
@@ -254,18 +259,14 @@ class ProceduralCorpus(Corpus):
         held = self._recent.get(avt_id)
         if held is not None:
             return held
-        ids = getattr(records, "ids", None)
-        if ids is None:
+        if getattr(records, "ids", None) is None:
             records = list(records)
-            ids = [record.id for record in records]
         self._recent[avt_id] = records
-        for k, record_id in enumerate(ids):
-            self._places[record_id] = (avt_id, k)
         while len(self._recent) > self.keep:
             _, old = self._recent.popitem(last=False)
-            for record_id in getattr(old, "ids", None) or [record.id for record in old]:
-                self._places.pop(record_id, None)
-                self._public.pop(record_id, None)
+            if self._public:  # the specs shown for its records (the drawn ones)
+                for record_id in getattr(old, "ids", None) or [record.id for record in old]:
+                    self._public.pop(record_id, None)
         return records
 
     @property

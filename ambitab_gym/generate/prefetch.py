@@ -73,12 +73,12 @@ def task_seed(stream: int, index: int) -> int:
     return int(state[0]) >> 1
 
 
-def _model(kind: int, names: tuple, values: tuple, fields_set: set, extra: Any) -> Any:
-    """A record model (``_MODELS[kind]``) rebuilt from its field values, as pickling it whole
+def _model(kind: int, state: dict, fields_set: set, extra: Any) -> Any:
+    """A record model (``_MODELS[kind]``) rebuilt from its fields, as pickling it whole
     restores it (without pydantic's per-model ``__getstate__``/``__setstate__`` round trip)."""
     cls = _MODELS[kind]
     instance = cls.__new__(cls)
-    object.__setattr__(instance, "__dict__", dict(zip(names, values, strict=True)))
+    object.__setattr__(instance, "__dict__", state)
     object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
     object.__setattr__(instance, "__pydantic_extra__", extra)
     object.__setattr__(instance, "__pydantic_private__", None)
@@ -95,24 +95,8 @@ def _shared_part(key: int) -> Any:
     raise PrefetchError("a packed record read without its shared parts")
 
 
-def _reduce_model(model: Any) -> tuple:
-    if model.__pydantic_private__ is not None:  # not a record model: pickled as usual
-        return model.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
-    state = model.__dict__
-    return (
-        _model,
-        (
-            _MODEL_KIND[type(model)],
-            tuple(state),
-            tuple(state.values()),
-            model.__pydantic_fields_set__,
-            model.__pydantic_extra__,
-        ),
-    )
-
-
 class _Ref:
-    """A shared part inside a model's field values (pickled as its number)."""
+    """A shared part inside a model's fields (pickled as its number)."""
 
     __slots__ = ("key",)
 
@@ -123,28 +107,54 @@ class _Ref:
         return (_shared_part, (self.key,))
 
 
+def _shared_parts(record: TaskRecord) -> tuple:
+    """The parts of a record that other records share: its spec's column meanings, compare
+    rules, ambiguities, and its models' fields-set objects."""
+    return (
+        record.spec.column_meanings,
+        record.verification.compare,
+        *record.ambiguities,
+        record.__pydantic_fields_set__,
+        record.spec.__pydantic_fields_set__,
+        record.verification.__pydantic_fields_set__,
+    )
+
+
 def _record_pickler(file: io.BytesIO, sent: dict[int, tuple[object, int]]) -> pickle.Pickler:
-    """A pickler of one record: its models as field values, the parts already in ``sent`` (a
-    spec's column meanings, ambiguities, compare rules) as their numbers (a reducer per model
-    class: no Python call for any other object)."""
+    """A pickler of one record: its models as their fields, the parts already in ``sent`` as
+    their numbers (a reducer per model class: no Python call for any other object)."""
 
-    def shared_or_model(model: Any) -> tuple:
-        entry = sent.get(id(model))
-        return (_shared_part, (entry[1],)) if entry is not None else _reduce_model(model)
+    def ref(part: Any) -> Any:
+        entry = sent.get(id(part))
+        return part if entry is None else _Ref(entry[1])
 
-    def spec(model: Any) -> tuple:
-        function, (cls, names, values, fields_set, extra) = _reduce_model(model)
-        meanings = model.__dict__.get("column_meanings")
-        entry = sent.get(id(meanings))
-        if entry is not None:
-            values = tuple(_Ref(entry[1]) if v is meanings else v for v in values)
-        return (function, (cls, names, values, fields_set, extra))
+    def model(instance: Any) -> tuple:
+        if instance.__pydantic_private__ is not None:  # not a record model: as usual
+            return instance.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+        state = instance.__dict__
+        if type(instance) is PublicSpec:
+            meanings = state.get("column_meanings")
+            if id(meanings) in sent:
+                state = {**state, "column_meanings": ref(meanings)}
+        return (
+            _model,
+            (
+                _MODEL_KIND[type(instance)],
+                state,
+                ref(instance.__pydantic_fields_set__),
+                instance.__pydantic_extra__,
+            ),
+        )
+
+    def shared_or_model(instance: Any) -> tuple:
+        entry = sent.get(id(instance))
+        return (_shared_part, (entry[1],)) if entry is not None else model(instance)
 
     pickler = pickle.Pickler(file, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = {
-        TaskRecord: _reduce_model,
-        PublicSpec: spec,
-        VerificationSpec: _reduce_model,
+        TaskRecord: model,
+        PublicSpec: model,
+        VerificationSpec: model,
         Ambiguity: shared_or_model,
         CompareRules: shared_or_model,
     }
@@ -209,11 +219,7 @@ class PackedRecords(Sequence[TaskRecord]):
         already sent, and those first sent here travel with the result."""
         new = []
         for record in records:
-            for part in (
-                record.spec.column_meanings,
-                record.verification.compare,
-                *record.ambiguities,
-            ):
+            for part in _shared_parts(record):
                 if id(part) not in sent:
                     key = len(sent)
                     sent[id(part)] = (part, key)  # held, so that its id is never reused
