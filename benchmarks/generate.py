@@ -12,6 +12,9 @@ Timed in the same process, interleaved in rounds so machine noise hits them alik
   else) - what verifying each reading by its own execution costs at the least (the generator
   computes an aggregate task's readings with one query per event table and grouping, so it
   can beat this floor);
+* the same fast path with every check by SQL (``TaskGenerator(row_masks=False)``: no draw
+  rejected from its rows' bit masks, no count read off them; the same tasks), on the same seeds
+  in the same rounds, both generators warmed alike with 300 tasks: ``row_masks_speedup``;
 * ``AmbiTab-Bird-v0`` (the bundled corpus, nothing generated): steps and episodes per second
   under a driver that asks the canonical question about each term, one unmatched question,
   then stops (about m + 2 steps an episode);
@@ -22,8 +25,9 @@ The per-task cost breakdown comes from a separate generator of the same config w
 databases' connections time each query (so the rate figures above carry no timing overhead):
 microseconds per task in SQL (executing and fetching), in Python (everything else: drawing,
 text, records, fingerprints), and for validation (the validated path minus the fast path), the
-attempts per accepted task, and the floors: the bare-SQL floor per task, the per-task cost the
-target needs, and the floor ratio with every core of the machine generating.
+attempts per accepted task (and those rejected before any reading's SQL ran), and the
+floors: the bare-SQL floor per task, the per-task cost the target needs, and the floor ratio
+with every core of the machine generating.
 
 Then ``--workers`` processes generate at once (each its own generator and pool, built before
 the clock starts): the aggregate tasks per elapsed second of a vector env whose subprocess
@@ -35,8 +39,9 @@ consumer that does nothing else receives from a warm prefetcher; ``prefetch_supp
 it over the Bird env's episodes per elapsed second), and the procedural env under the canonical
 driver with prefetching - its episodes/s and the share of its elapsed time spent waiting for a
 task (``prefetch_wait_share``; in process, that share is ``generation_share``). The consumer's
-CPU cost of receiving one task from a full queue (unpickling its records) is measured with
-batched messages (the default) and one task per message, side by side: it bounds what any
+CPU cost of receiving one task from a full queue and reading its episode's record (records
+come packed and are unpickled when read) is measured with batched messages (the default), one
+task per message, and reading every record of each task, side by side: it bounds what any
 number of workers can supply to one consumer core.
 
 Rates are per CPU-second of the process by default (``--clock cpu``: everything timed is
