@@ -1,9 +1,12 @@
 """Prefetching: worker processes generate the next tasks while the training loop runs.
 
+* :class:`PackedRecords` - an AVT's records as a worker sends them.
 * :func:`task_seed` - the seed of the ``index``-th task of a task stream (a pure function, so a
   worker can draw task 1,000 without drawing the 999 before it).
 * :class:`TaskPrefetcher` - ``workers`` processes, each generating every ``workers``-th task of
-  the stream ahead into its own bounded queue; :meth:`TaskPrefetcher.get` hands them out in
+  the stream ahead into its own queue, at most ``depth`` tasks ahead of what the consumer has
+  received (a counter in shared memory: the consumer never wakes a worker);
+  :meth:`TaskPrefetcher.get` hands them out in
   stream order, so the sequence of tasks is exactly the in-process one
   (``TaskGenerator.generate(task_seed(stream, k))`` for k = 0, 1, ...).
 
@@ -16,10 +19,11 @@ once.
 A worker is a child process (the platform's default start method: ``fork`` on Linux, which
 needs no ``if __name__ == "__main__"`` guard in the training script; ``spawn`` or ``forkserver``
 can be chosen and need the guard, as every ``multiprocessing`` program does); it holds
-its own :class:`~ambitab_gym.generate.tasks.TaskGenerator` and database pool, and sends only
-records (pickled pydantic models built on the fast path). It ends when :meth:`close` asks, when
-the prefetcher is garbage-collected, or when it sees its parent gone (it polls while its queue
-is full), so no process outlives the env. ``AmbiTab-Procedural-v0`` uses it with
+its own :class:`~ambitab_gym.generate.tasks.TaskGenerator` and database pool (with ``fork``, a
+copy of the one it is given), and sends only records, as :class:`PackedRecords` (unpickled when
+read). It ends when :meth:`close` asks, when the prefetcher is garbage-collected, or when it
+sees its parent gone (it looks while it is ``depth`` tasks ahead), so no process outlives the
+env. ``AmbiTab-Procedural-v0`` uses it with
 ``prefetch=N`` (``docs/generate.md``).
 """
 
