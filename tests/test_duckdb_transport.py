@@ -25,7 +25,13 @@ import pytest
 
 from ambitab_gym.verify.base import Limits, QueryError
 from ambitab_gym.verify.duckdb import DuckDBEngine, build_duckdb
-from ambitab_gym.verify.worker import MessageReader, result_bytes, safe_loads, write_message
+from ambitab_gym.verify.worker import (
+    MessageReader,
+    WorkerProcess,
+    result_bytes,
+    safe_loads,
+    write_message,
+)
 
 SCRIPT = """
 CREATE TABLE t (
@@ -332,6 +338,46 @@ def test_a_worker_that_ended_between_queries_is_replaced_for_the_next(db_path, h
         assert engine.worker_pid != pid and engine.restarts == 1
         assert engine.execute("SELECT 1 AS one").rows == [(1,)]
         assert engine.restarts == 1
+    finally:
+        engine.close()
+
+
+def test_the_worker_counts_the_requests_it_took(db_path):
+    # The parent decides "never ran, run it again" from the worker's own count, not from the
+    # pipe: a stopped worker has not taken the request; once it runs, it has.
+    worker = WorkerProcess("duckdb", db_path, {}, headroom_mb=512)
+    try:
+        request = ("query", "SELECT count(*) FROM words", 5.0, 10, 2**20, 5.0)
+        assert worker.query(request, wait_s=10) == ("ok", ("count_star()",), [(3000,)])
+        assert worker.took_last_request()
+        os.kill(worker.process.pid, signal.SIGSTOP)
+        worker.send(request)
+        time.sleep(0.1)
+        assert not worker.took_last_request()  # still in the pipe
+        os.kill(worker.process.pid, signal.SIGCONT)
+        assert worker.receive(10, 2**20) == ("ok", ("count_star()",), [(3000,)])
+        assert worker.took_last_request()
+    finally:
+        worker.kill()
+
+
+def test_a_worker_killed_inside_a_query_reports_the_crash_and_is_not_rerun(db_path):
+    # The worker took the request, then died: the query is what killed it (out of memory, as far
+    # as the parent can tell), so it fails as "runtime" instead of running again.
+    engine = DuckDBEngine(db_path, limits=Limits(timeout_s=20.0, memory_limit_mb=256))
+    try:
+        engine.execute("SELECT 1")
+        pid = engine.worker_pid
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+        with pytest.raises(QueryError) as caught:
+            engine.execute(
+                "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 100000000)"
+                " SELECT count(*) FROM r",
+                limits=Limits(timeout_s=15.0, memory_limit_mb=256),
+            )
+        assert caught.value.category == "runtime" and "SIGKILL" in str(caught.value)
+        assert engine.restarts == 1 and engine.worker_pid != pid
+        assert engine.execute("SELECT 1 AS one").rows == [(1,)]
     finally:
         engine.close()
 

@@ -27,8 +27,11 @@ message)``. Each message is one length-prefixed pickle (:mod:`multiprocessing.co
 framing): one ``write`` per message, one ``read`` for a reply up to 64 KiB. A query costs the
 parent four system calls (the fork check's ``getpid``, a write, a poll, a read) and no
 ``waitpid``: a worker that ended between two queries is found by the next request (its write
-fails, or its bytes are still unread when the worker's end closes), which a fresh worker then
-runs. The worker frees the result and closes the query's cursor after the reply has left.
+fails, or the worker's end closes before the worker took it), which a fresh worker then runs.
+Whether the worker took a request is exact, not guessed from the pipe: the worker counts the
+requests it has read into a shared 8-byte page (one store per request), so a request that a
+killed worker's last ``read`` swallowed in the kernel - a fatal signal is acted on only when the
+read returns - counts as never run, and a query that crashed the worker counts as run. The worker frees the result and closes the query's cursor after the reply has left.
 
 Both sides can wait by hybrid polling (:func:`wait_readable`, ``spin_s``): poll the pipe without
 blocking for a budget, yielding the CPU between polls, and only then block in ``poll`` until the
@@ -42,9 +45,9 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
-import fcntl
 import io
 import math
+import mmap
 import os
 import pickle
 import re
@@ -52,7 +55,6 @@ import select
 import struct
 import subprocess
 import sys
-import termios
 import threading
 import time
 import uuid
@@ -237,7 +239,7 @@ def safe_loads(data: bytes):
 _LENGTH = struct.Struct("!i")  # multiprocessing.connection's framing: a signed 32-bit length,
 _LONG_LENGTH = struct.Struct("!Q")  # or -1 and then an unsigned 64-bit one
 _READ_SIZE = 1 << 16  # one read takes a whole small message (header and payload together)
-_UNREAD = struct.Struct("i")  # FIONREAD's answer: a C int
+_COUNT = struct.Struct("Q")  # the worker's count of requests read, in the shared page
 
 
 def write_message(fd: int, payload: bytes) -> None:
@@ -1453,6 +1455,21 @@ else:  # the parent: the package's one exception tree
         :class:`~ambitab_gym.errors.EngineError` (category ``engine``) and a ``RuntimeError``."""
 
 
+def _shared_page() -> int:
+    """A file descriptor of an anonymous 8-byte file that parent and worker both map (the
+    worker's count of requests read): a memfd where the platform has one, else an unlinked
+    temporary file."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("ambitab-worker-count", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - macOS
+        import tempfile
+
+        with tempfile.TemporaryFile() as file:
+            fd = os.dup(file.fileno())
+    os.ftruncate(fd, _COUNT.size)
+    return fd
+
+
 class WorkerProcess:
     """The parent's handle on one worker process and its two pipes.
 
@@ -1492,11 +1509,20 @@ class WorkerProcess:
         self.last_wait = 0  # SPUN or BLOCKED: how the last reply was waited for (0: timed out)
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
+        counter = _shared_page()
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
         try:
+            self._taken = mmap.mmap(counter, _COUNT.size)
             self.process = subprocess.Popen(
-                [sys.executable, "-I", str(_WORKER_FILE), str(request_r), str(response_w)],
-                pass_fds=(request_r, response_w),
+                [
+                    sys.executable,
+                    "-I",
+                    str(_WORKER_FILE),
+                    str(request_r),
+                    str(response_w),
+                    str(counter),
+                ],
+                pass_fds=(request_r, response_w, counter),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -1504,11 +1530,13 @@ class WorkerProcess:
                 close_fds=True,
             )
         except BaseException:
-            for fd in (request_r, request_w, response_r, response_w):
+            for fd in (request_r, request_w, response_r, response_w, counter):
                 os.close(fd)
             raise
         os.close(request_r)
         os.close(response_w)
+        os.close(counter)  # the mapping stays
+        self.sent = 0  # requests written after the init message (the worker counts them read)
         self.requests = Connection(request_w, readable=False)
         self.responses = Connection(response_r, writable=False)
         # The pipes' own fds carry the messages (one write each way, one read for a small
@@ -1568,14 +1596,14 @@ class WorkerProcess:
             BrokenPipeError: the worker had ended before it (nothing reached it).
         """
         write_message(self._request_fd, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        self.sent += 1
 
-    def unread_bytes(self) -> int:
-        """How many bytes of sent requests the worker has not read (0 when unknown)."""
-        try:
-            count = fcntl.ioctl(self._request_fd, termios.FIONREAD, b"\0\0\0\0")
-        except OSError:
-            return 0
-        return _UNREAD.unpack(count)[0]
+    def took_last_request(self) -> bool:
+        """Whether the worker's own code got the last request sent (it stores its count of
+        requests read in the shared page before acting on one). False for a request still in
+        the pipe, and for one a worker killed inside ``read`` took out of the pipe but never
+        saw (the kernel copies the bytes, then acts on the pending fatal signal)."""
+        return _COUNT.unpack_from(self._taken)[0] >= self.sent
 
     def exit_description(self) -> str:
         """How the worker ended, for a message (waits briefly for it to be reaped)."""
@@ -1713,9 +1741,9 @@ class WorkerSlot:
                 except (EOFError, OSError) as error:
                     # A worker that ended after its last reply (killed, crashed, retired) is
                     # found here, not by a waitpid before every request: the write fails, or
-                    # the request's bytes are still in the pipe. The request never reached it,
-                    # so a fresh worker runs it.
-                    missed = isinstance(error, BrokenPipeError) or worker.unread_bytes() > 0
+                    # the worker's count says it never took the request. The request never
+                    # ran, so a fresh worker runs it.
+                    missed = isinstance(error, BrokenPipeError) or not worker.took_last_request()
                     if attempt == 1 and missed:
                         self._discard()
                         continue
@@ -1747,8 +1775,9 @@ class WorkerSlot:
 # -- the worker's side -------------------------------------------------------------------------
 
 
-def serve(request_fd: int, response_fd: int) -> int:
-    """The worker's loop: open the database as asked, then answer queries until EOF.
+def serve(request_fd: int, response_fd: int, counter_fd: int | None = None) -> int:
+    """The worker's loop: open the database as asked, then answer queries until EOF; each
+    request read is counted in the page of ``counter_fd`` (see :meth:`WorkerProcess.took_last_request`).
 
     Returns:
         The process exit status.
@@ -1795,13 +1824,19 @@ def serve(request_fd: int, response_fd: int) -> int:
     spin_s = float(init.get("spin_s", 0))
     poller = select.poll()
     poller.register(request_fd, select.POLLIN)
+    taken = mmap.mmap(counter_fd, _COUNT.size) if counter_fd is not None else None
+    count = 0
     while True:
         if spin_s > 0 and not reader.buffered:  # the next request often follows at once
             wait_readable(poller, spin_s, spin_s)
         try:
-            request = pickle.loads(reader.read(2**31))
+            data = reader.read(2**31)
         except EOFError:
             break
+        count += 1
+        if taken is not None:
+            _COUNT.pack_into(taken, 0, count)
+        request = pickle.loads(data)
         if request[0] == "close":
             break
         max_bytes = request[4]
@@ -1831,11 +1866,11 @@ def serve(request_fd: int, response_fd: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point: ``worker.py REQUEST_FD RESPONSE_FD``."""
+    """Entry point: ``worker.py REQUEST_FD RESPONSE_FD [COUNTER_FD]``."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # whatever the engine prints goes nowhere
     os.close(devnull)
-    return serve(int(argv[1]), int(argv[2]))
+    return serve(int(argv[1]), int(argv[2]), int(argv[3]) if len(argv) > 3 else None)
 
 
 if __name__ == "__main__":
