@@ -307,8 +307,9 @@ def test_a_negative_interval_is_refused(tmp_path):
         assert store.episodes() == []  # refused before anything ran
 
 
-def test_the_cli_takes_a_start_interval(tmp_path, capsys):
-    args = ["evaluate", "AmbiTab-Bird-v0", "--asker", "generic", "--limit", "3",
+@pytest.mark.parametrize("command", ["evaluate", "leakage"])
+def test_the_cli_takes_a_start_interval(tmp_path, capsys, command):
+    args = [command, "AmbiTab-Bird-v0", "--asker", "generic", "--limit", "3",
             "--concurrency", "3", "--no-progress", "--results"]  # fmt: skip
     assert main([*args, str(tmp_path / "a.duckdb"), "--start-interval", "0.05"]) == 0
     assert main([*args, str(tmp_path / "b.duckdb"), "--start-interval", "0"]) == 0

@@ -28,11 +28,13 @@ from ambitab_gym.errors import UnknownComponent, UsageError
 __all__ = [
     "add_executor_arguments",
     "add_campaign_arguments",
+    "add_concurrency_arguments",
     "add_campaign_filter",
     "check_component",
     "component_help",
     "executor_from_args",
     "default_results_file",
+    "non_negative_float",
     "non_negative_int",
     "output_file",
     "output_folder",
@@ -97,6 +99,21 @@ def share(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"expected a share between 0 and 1 (or 0% to 100%), not {text!r}"
         )
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A number, 0 or more.
+
+    >>> non_negative_float("0.0004"), non_negative_float("0")
+    (0.0004, 0.0)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
     return value
 
 
@@ -300,6 +317,28 @@ def add_campaign_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between progress lines when stderr is not a terminal "
         f"(default {defaults.PROGRESS_INTERVAL_S:g})",
+    )
+
+
+def add_concurrency_arguments(parser: argparse.ArgumentParser) -> None:
+    """How many episodes a campaign keeps in flight and how their first ones start
+    (``evaluate``, ``leakage``): ``--concurrency``, ``--start-interval``."""
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        help=f"episodes in flight (default {defaults.CONCURRENCY}, "
+        f"{defaults.LLM_CONCURRENCY} with an LLM)",
+    )
+    parser.add_argument(
+        "--start-interval",
+        type=non_negative_float,
+        default=defaults.SLOT_START_INTERVAL_S,
+        metavar="SECONDS",
+        help="seconds between the first episodes of the --concurrency slots, so their first "
+        "LLM calls do not reach the server in one burst (default "
+        f"{defaults.SLOT_START_INTERVAL_S:g}; 0: all at once); timing only, not part of the "
+        "campaign",
     )
 
 

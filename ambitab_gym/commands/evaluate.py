@@ -10,6 +10,7 @@ from typing import Any
 from ambitab_gym import defaults
 from ambitab_gym.commands._args import (
     add_campaign_arguments,
+    add_concurrency_arguments,
     add_executor_arguments,
     check_component,
     component_help,
@@ -20,21 +21,6 @@ from ambitab_gym.commands._args import (
 )
 
 __all__ = ["register"]
-
-
-def _seconds(text: str) -> float:
-    """Seconds, 0 or more (``--start-interval``).
-
-    >>> _seconds("0.0004"), _seconds("0")
-    (0.0004, 0.0)
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,23 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="also export this campaign's episodes to CSV (missing folders are created)",
     )
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=None,
-        help=f"episodes in flight (default {defaults.CONCURRENCY}, "
-        f"{defaults.LLM_CONCURRENCY} with an LLM)",
-    )
-    parser.add_argument(
-        "--start-interval",
-        type=_seconds,
-        default=defaults.SLOT_START_INTERVAL_S,
-        metavar="SECONDS",
-        help="seconds between the first episodes of the --concurrency slots, so their first "
-        "LLM calls do not reach the server in one burst (default "
-        f"{defaults.SLOT_START_INTERVAL_S:g}; 0: all at once); timing only, not part of the "
-        "campaign",
-    )
+    add_concurrency_arguments(parser)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object as the last line"
     )

@@ -10,6 +10,7 @@ from ambitab_gym import defaults
 from ambitab_gym.commands._args import (
     add_bootstrap_arguments,
     add_campaign_arguments,
+    add_concurrency_arguments,
     add_executor_arguments,
     check_component,
     component_help,
@@ -68,13 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_bootstrap_arguments(parser)
     add_campaign_arguments(parser)
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=None,
-        help=f"episodes in flight (default {defaults.CONCURRENCY}, "
-        f"{defaults.LLM_CONCURRENCY} with an LLM)",
-    )
+    add_concurrency_arguments(parser)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object as the last line"
     )
@@ -163,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
                 new_campaign=args.new_campaign,
                 progress_interval=args.progress_interval,
                 abort_after=args.abort_after,
+                start_interval_s=args.start_interval,
             )
             rows = store.episodes(campaign_id)
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:

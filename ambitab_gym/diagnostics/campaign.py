@@ -227,7 +227,7 @@ def run_leakage(
             engine_override="postgres", options={"dsn": ...})`` to verify on one PostgreSQL
             server (each Ray worker opens its own pool to it); None: ``load_corpus(config.corpus)``.
         **run_options: passed to :func:`~ambitab_gym.evaluation.engine.run_plan`
-            (``retry_errors``, ``new_campaign``, ``progress_interval``).
+            (``retry_errors``, ``new_campaign``, ``progress_interval``, ``start_interval_s``).
 
     Example:
         >>> import tempfile, os
