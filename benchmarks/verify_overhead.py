@@ -793,10 +793,11 @@ TARGETS = {"sqlite": 1.2, "duckdb": 1.3, "postgres": 1.3}
 def run(small: bool = True) -> dict:
     """Ratios for ``benchmarks/all.py``: ``{"verify_<engine>": {"ratio": x, "target": y}}``.
 
-    ``small``: 8 queries, 15 repeats, read-only rows only (PostgreSQL when its binaries exist).
+    ``small``: 8 queries, 40 repeats (15 left single noisy rounds deciding the median), read-only
+    rows only (PostgreSQL when its binaries exist).
     """
     argv = ["--engines", "sqlite,duckdb,postgres"]
-    argv += ["--queries", "8", "--repeats", "15"] if small else []
+    argv += ["--queries", "8", "--repeats", "40"] if small else []
     results = main(argv)
     return {
         f"verify_{engine}": {
