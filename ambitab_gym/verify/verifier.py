@@ -340,7 +340,7 @@ class Verifier:
         self._references: dict[str, _Reference] = {}
         self._write_checks: dict[str, Verdict | None] = {}
         self._write_failures: dict[str, str] = {}
-        # per record id: (record, engine, normalized reference, rules) of a plain read-only
+        # per record id: (record, normalized reference, rules) of a plain read-only
         # record whose reference ran (memo off), for _verify_read
         self._read_plans: dict[str, tuple] = {}
 
@@ -499,13 +499,7 @@ class Verifier:
         if conditions is None and not self.memo and reference.prepared is not None:
             # A plain read-only record: what the checks above found is kept for its next
             # submissions (the same record object), which go straight to _verify_read.
-            spec = record.verification
-            try:
-                engine = self.engine(spec.engine, spec.database)
-            except Exception as error:  # never escape into the env loop
-                detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
-                return Verdict(False, "engine", detail, time.perf_counter() - start)
-            plan = (record, engine, reference.prepared, spec.compare)
+            plan = (record, reference.prepared, record.verification.compare)
             self._read_plans[record.id] = plan
             return self._verify_read(plan, sql, start)
         if conditions is not None:
@@ -521,56 +515,55 @@ class Verifier:
         if rows is not None:  # the same text ran before on this database: the same rows
             self.stats.reused_runs += 1
         else:
-            self.stats.executions += 1
-            try:
-                if self.memo:
-                    began = time.perf_counter()
-                    rows = self.execute(record, sql).rows
-                    self._keep_run(run_key, rows, time.perf_counter() - began)
-                else:
-                    rows = self.execute(record, sql).rows
-            except QueryError as error:
-                return Verdict(False, error.category, error.message, time.perf_counter() - start)
-            except Exception as error:  # never escape into the env loop
-                detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
-                return Verdict(False, "engine", detail, time.perf_counter() - start)
-        try:
-            if conditions is not None:
-                ok = self._upstream_match(record, rows, reference.rows, conditions)
-            else:
-                ok = results_match(
-                    rows,
-                    reference.prepared or reference.rows,
-                    record.verification.compare,
-                    reference_normalized=True,
-                )
-        except Exception as error:  # a value the comparison cannot handle: never escape
-            detail = f"the result cannot be compared ({type(error).__name__}: {error})"
-            return Verdict(False, "runtime", detail, time.perf_counter() - start)
-        elapsed = time.perf_counter() - start
-        if ok:
-            return Verdict(True, "match", "", elapsed)
-        return Verdict(
-            False,
-            "mismatch",
-            f"the result ({len(rows)} rows) does not answer the request as intended",
-            elapsed,
+            began = time.perf_counter()
+            rows = self._run(record, sql, start)
+            if isinstance(rows, Verdict):
+                return rows
+            if self.memo:
+                self._keep_run(run_key, rows, time.perf_counter() - began)
+        if conditions is not None:
+            return self._judge(
+                rows, start, self._upstream_match, record, rows, reference.rows, conditions
+            )
+        return self._judge(
+            rows,
+            start,
+            results_match,
+            rows,
+            reference.prepared or reference.rows,
+            record.verification.compare,
+            reference_normalized=True,
         )
 
     def _verify_read(self, plan: tuple, sql: str, start: float) -> Verdict:
         """A plain read-only record's submission (memo off): run on the record's engine,
-        compared with its normalized reference (``plan``: record, engine, reference, rules)."""
-        _record, engine, reference, rules = plan
+        compared with its normalized reference (``plan``: record, reference, rules)."""
+        record, reference, rules = plan
+        rows = self._run(record, sql, start)
+        if isinstance(rows, Verdict):
+            return rows
+        return self._judge(
+            rows, start, results_match, rows, reference, rules, reference_normalized=True
+        )
+
+    def _run(self, record: TaskRecord, sql: str, start: float) -> list | Verdict:
+        """A submission's rows on the record's database, or the verdict of its failure (never
+        raises)."""
         self.stats.executions += 1
         try:
-            rows = engine.execute(sql, limits=self.limits).rows
+            return self.execute(record, sql).rows
         except QueryError as error:
             return Verdict(False, error.category, error.message, time.perf_counter() - start)
         except Exception as error:  # never escape into the env loop
             detail = bounded_text(f"{type(error).__name__}: {bounded_text(error)}")
             return Verdict(False, "engine", detail, time.perf_counter() - start)
+
+    @staticmethod
+    def _judge(rows: list, start: float, matches: Callable[..., bool], *args, **kwargs) -> Verdict:
+        """The verdict on a submission's ``rows``: ``matches(*args, **kwargs)`` says whether they
+        answer the request; a comparison that raises is a ``runtime`` failure (never raises)."""
         try:
-            ok = results_match(rows, reference, rules, reference_normalized=True)
+            ok = matches(*args, **kwargs)
         except Exception as error:  # a value the comparison cannot handle: never escape
             detail = f"the result cannot be compared ({type(error).__name__}: {error})"
             return Verdict(False, "runtime", detail, time.perf_counter() - start)
