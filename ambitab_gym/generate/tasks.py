@@ -294,6 +294,24 @@ def _prefilter(db: GeneratedDatabase, combos: list[tuple]) -> list[str]:
     return filters
 
 
+def _read_by(
+    plan: _Plan, combo: tuple[fam.Reading, ...], event_table: str
+) -> tuple[str, str, bool, int | None, list[str]]:
+    """What a combination of readings makes of the plan: the table, measure, grouping and
+    limit it reads by, and its conditions (the plan's, then each reading's)."""
+    table, measure, group, limit = event_table, plan.measure, False, plan.limit
+    conds = list(plan.conds)
+    for reading in combo:
+        effect = reading.effect
+        table = effect.get("table", table)
+        measure = effect.get("measure", measure)
+        group = effect.get("group", group)
+        limit = effect.get("limit", limit)
+        if "cond" in effect:
+            conds.append(effect["cond"])
+    return table, measure, group, limit, conds
+
+
 def _row_mask(db: GeneratedDatabase, table: str, cond: str) -> int:
     """The event rows of ``table`` that satisfy ``cond`` (a predicate on an event row joined to
     its person ``c`` and item ``p``), as a bit mask of their ids; one query per database,
@@ -692,17 +710,7 @@ class TaskGenerator:
         """The reading's SQL; with ``cut``, a ranking's names and sums down to the
         :data:`_RANK_PROBE` th row (past every limit a reading can set)."""
         d = db.domain
-        measure, group, limit = plan.measure, False, plan.limit
-        table = d.event_table
-        conds = list(plan.conds)
-        for reading in combo:
-            effect = reading.effect
-            table = effect.get("table", table)
-            measure = effect.get("measure", measure)
-            group = effect.get("group", group)
-            limit = effect.get("limit", limit)
-            if "cond" in effect:
-                conds.append(effect["cond"])
+        table, measure, group, limit, conds = _read_by(plan, combo, d.event_table)
         where = " WHERE " + " AND ".join(conds) if conds else ""
         if plan.skeleton == "ranking":
             selected = f"c.name, SUM(e.{measure})" if cut else "c.name"
@@ -775,16 +783,7 @@ class TaskGenerator:
         ranking = plan.skeleton == "ranking"
         seen = set()
         for combo in combos:
-            table, measure, group, limit = d.event_table, plan.measure, False, plan.limit
-            conds = list(plan.conds)
-            for reading in combo:
-                effect = reading.effect
-                table = effect.get("table", table)
-                measure = effect.get("measure", measure)
-                group = effect.get("group", group)
-                limit = effect.get("limit", limit)
-                if "cond" in effect:
-                    conds.append(effect["cond"])
+            table, measure, group, limit, conds = _read_by(plan, combo, d.event_table)
             rows = _row_mask(db, table, "1")
             for cond in conds:
                 rows &= _row_mask(db, table, cond)
