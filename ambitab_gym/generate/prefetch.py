@@ -46,7 +46,12 @@ from typing import Any, overload
 import numpy as np
 
 from ambitab_gym.errors import AmbiTabError, ConfigurationError
-from ambitab_gym.generate.tasks import DatabasePool, GeneratorConfig, TaskGenerator
+from ambitab_gym.generate.tasks import (
+    DatabasePool,
+    GeneratorConfig,
+    TaskGenerator,
+    model_from_state,
+)
 from ambitab_gym.records import Ambiguity, CompareRules, PublicSpec, TaskRecord, VerificationSpec
 
 __all__ = ["PackedRecords", "PrefetchError", "PrefetchedTask", "TaskPrefetcher", "task_seed"]
@@ -80,13 +85,7 @@ def task_seed(stream: int, index: int) -> int:
 def _model(kind: int, state: dict, fields_set: set, extra: Any) -> Any:
     """A record model (``_MODELS[kind]``) rebuilt from its fields, as pickling it whole
     restores it (without pydantic's per-model ``__getstate__``/``__setstate__`` round trip)."""
-    cls = _MODELS[kind]
-    instance = cls.__new__(cls)
-    object.__setattr__(instance, "__dict__", state)
-    object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
-    object.__setattr__(instance, "__pydantic_extra__", extra)
-    object.__setattr__(instance, "__pydantic_private__", None)
-    return instance
+    return model_from_state(_MODELS[kind], state, fields_set, extra)
 
 
 _MODELS = (TaskRecord, PublicSpec, VerificationSpec, Ambiguity, CompareRules)

@@ -194,10 +194,19 @@ def _built(model: type[_M], fields_set: set[str], /, **values: object) -> _M:
         ordered = {name: values[name] for name in names}
         if len(ordered) != len(values):
             raise TypeError(f"not fields of {model.__name__}: {sorted(set(values) - set(names))}")
+    return model_from_state(model, ordered, fields_set)
+
+
+def model_from_state(
+    model: type[_M], state: dict, fields_set: set[str], extra: dict | None = None
+) -> _M:
+    """A pydantic model instance holding ``state`` as its fields, set as unpickling sets them
+    (no validation, no defaults): the generator's fast record path and the prefetching
+    workers' records (:mod:`ambitab_gym.generate.prefetch`) build records this way."""
     instance = model.__new__(model)
-    object.__setattr__(instance, "__dict__", ordered)
+    object.__setattr__(instance, "__dict__", state)
     object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
-    object.__setattr__(instance, "__pydantic_extra__", None)
+    object.__setattr__(instance, "__pydantic_extra__", extra)
     object.__setattr__(instance, "__pydantic_private__", None)
     return instance
 
