@@ -10,14 +10,12 @@ mean of ``--rounds`` per query, summed):
 * ``floor``: the same query in a minimal second process (the sandbox settings, raw pipe
   reads and writes, ``fetchall``, one byte back: no checks, no watchdog, no result crossing
   the pipe) - no process-isolated design can answer faster;
-* ``pingpong_spin``/``floor_spin``: the same with both sides polling for ``POLL_SPIN_S`` (200 us
-  when that is 0) before they block, yielding the CPU between polls (``sched_yield``);
-  ``*_purespin``: a pure spin instead;
+* ``pingpong_spin``/``floor_spin``: the same with both sides polling for 200 us before they
+  block (hybrid polling), yielding the CPU between polls (``sched_yield``); ``*_purespin``: a
+  pure spin instead - what polling could buy any worker (the engine blocks at once: measured,
+  polling bought nothing);
 * ``engine``: :meth:`ambitab_gym.verify.duckdb.DuckDBEngine.execute` (the worker, its checks,
-  the watchdog, the capped fetch, the result pickled across the pipe), with the library's
-  polling budget (:data:`ambitab_gym.verify.worker.POLL_SPIN_S`);
-* ``engine_spin<N>us``: the same engine with a budget of N us (``--spins``), each in a worker
-  of its own;
+  the watchdog, the capped fetch, the result pickled across the pipe);
 * ``baseline:<file>``: the engine over an older copy of ``ambitab_gym/verify/worker.py``
   (``--duckdb-baseline FILE``, repeatable; ``git show <commit>:ambitab_gym/verify/worker.py``);
 * ``verify``: :meth:`ambitab_gym.verify.Verifier.verify` (the engine plus the comparison).
@@ -35,7 +33,7 @@ address-space switch) ``floor - bare`` is the part of the overhead that only run
 in the verifier's own process could remove.
 
     python benchmarks/duckdb_transport.py [--queries 8] [--rounds 40] [--short]
-        [--spins 0,100,400] [--duckdb-baseline old_worker.py] [--affinity same|split] [--nice N]
+        [--duckdb-baseline old_worker.py] [--affinity same|split] [--nice N]
 
 Last line: ``{"<variant>": {"median_ms", "best_ms", "mean_ms"}, "overhead_ms": {...},
 "cpu_us": {...}, "runqueue_wait_us": {...}, "burst": {...}}``, figures per query.
@@ -65,7 +63,6 @@ import duckdb
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify import Verifier
 from ambitab_gym.verify.duckdb import SANDBOX_CONFIG, DuckDBEngine
-from ambitab_gym.verify.worker import POLL_SPIN_S, WorkerSlot
 
 # The minimal worker: read a length-prefixed SQL text, run it on a fresh cursor (opened in
 # advance), answer one byte (also for an empty request: the ping-pong), and only then free the
@@ -73,7 +70,7 @@ from ambitab_gym.verify.worker import POLL_SPIN_S, WorkerSlot
 _FLOOR_WORKER = r"""
 import os, sys, time, select, duckdb
 config = eval(sys.argv[2])
-spin, mode = float(sys.argv[3]), sys.argv[4]  # polling before each read (hybrid), as the engine
+spin, mode = float(sys.argv[3]), sys.argv[4]  # polling before each read (hybrid polling)
 poller = select.poll()
 poller.register(0, select.POLLIN)
 connection = duckdb.connect(sys.argv[1], read_only=True, config=config)
@@ -107,7 +104,7 @@ class FloorWorker:
 
     def __init__(self, path: str, config: dict, spin_s: float = 0.0, mode: str = "yield") -> None:
         """``spin_s``: both sides poll that long before they block (``mode`` ``"yield"``: with
-        ``sched_yield`` between polls, as the engine; ``"spin"``: a pure spin)."""
+        ``sched_yield`` between polls; ``"spin"``: a pure spin)."""
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-c", _FLOOR_WORKER, path, repr(config), str(spin_s), mode],
             stdin=subprocess.PIPE,
@@ -249,8 +246,8 @@ def _load_worker_module(path: str, index: int = 0):
     return module
 
 
-#: The ``*_spin`` floors' polling budget: the library's, or 200 us where it polls not at all.
-SPIN_FLOOR_S = POLL_SPIN_S or 200e-6
+#: The ``*_spin`` floors' polling budget.
+SPIN_FLOOR_S = 200e-6
 
 #: ``--short``: queries that take DuckDB a few tens of microseconds (a polling budget covers
 #: them), in place of the corpus's reference queries (``verify`` then checks wrong answers).
@@ -265,7 +262,6 @@ SHORT_SQL = [
 def measure(
     queries: int,
     rounds: int,
-    spins: list[float],
     baselines: list[str] | None = None,
     *,
     short: bool = False,
@@ -295,13 +291,9 @@ def measure(
     for record, sql in zip(records, sqls, strict=True):
         assert verifier.verify(record, sql).success, record.id  # warm: worker up, cached
     verify_engine = verifier.engine("duckdb", database)
-    # every variant its own worker: "engine" the library's default (POLL_SPIN_S)
+    # every variant its own worker
     engine = DuckDBEngine(verify_engine.path, limits=verify_engine.limits)
     engines = {"engine": engine}
-    for spin in spins:
-        variant = DuckDBEngine(engine.path, limits=engine.limits)
-        variant._slot = WorkerSlot("duckdb", variant.path, "DuckDB", spin_s=spin)  # benchmark only
-        engines[f"engine_spin{spin * 1e6:g}us"] = variant
     if nice is not None:  # an experiment: the worker's scheduling priority (root for < 0)
         niced = DuckDBEngine(engine.path, limits=engine.limits)
         niced.execute("SELECT 1")
@@ -454,12 +446,6 @@ def main(argv: list[str] | None = None) -> dict:
         "(split): whether placement is worth touching",
     )
     parser.add_argument(
-        "--spins",
-        default="200",
-        help="comma-separated polling budgets in microseconds, each an engine of its own "
-        "beside ``engine`` (the library's POLL_SPIN_S; 0: block at once)",
-    )
-    parser.add_argument(
         "--duckdb-baseline",
         metavar="FILE",
         action="append",
@@ -467,17 +453,14 @@ def main(argv: list[str] | None = None) -> dict:
         "(repeatable)",
     )
     args = parser.parse_args(argv)
-    spins = [float(x) * 1e-6 for x in args.spins.split(",") if x]
     results = measure(
         args.queries,
         args.rounds,
-        spins,
         args.duckdb_baseline,
         short=args.short,
         affinity=args.affinity or "",
         nice=args.nice,
     )
-    print(f"polling budget of the engine (POLL_SPIN_S): {POLL_SPIN_S * 1e6:g} us")
     for name, figures in results.items():
         if isinstance(figures, dict) and "median_ms" in figures:
             print(

@@ -62,6 +62,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
+from ambitab_gym import defaults
 from ambitab_gym.errors import AmbiTabError, ConfigurationError
 from ambitab_gym.evaluation.chunks import (
     UnitRunner,
@@ -130,10 +131,10 @@ def _serve(tasks: Connection, results: Connection) -> None:
                 return
             if message is None:
                 return
-            _, key, data, clients, concurrency, *starts = message
+            _, key, data, clients, concurrency, offset, interval = message
             try:
                 runner.load(key, lambda data=data: data, clients)
-                gone = _run(runner, concurrency, tasks, results, starts)
+                gone = _run(runner, concurrency, tasks, results, (offset, interval))
             except BaseException as error:  # noqa: BLE001 - reported to the driver, then exit
                 with contextlib.suppress(Exception):
                     results.send(("error", f"{type(error).__name__}: {error}", _portable(error)))
@@ -169,7 +170,7 @@ def _portable(error: BaseException) -> BaseException | None:
 
 
 def _run(runner: UnitRunner, concurrency: int, tasks: Connection, results: Connection,
-         starts: list[float]) -> bool:  # fmt: skip
+         starts: tuple[float, float]) -> bool:  # fmt: skip
     """One run: chunks from ``tasks`` (read on a thread of their own) feed ``concurrency``
     episode slots on the runner's loop, slot ``i`` starting ``starts[0] + i * starts[1]``
     seconds in; finished rows go back together every :data:`_FLUSH_S`
@@ -383,7 +384,7 @@ class ProcessExecutor:
         on_row: Callable[[dict], None],
         *,
         concurrency: int,
-        start_interval_s: float = 0.0,
+        start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
     ) -> None:
         """Run the units on the worker processes; call ``on_row`` here for every row as its
         chunk finishes. The campaign's slots start ``start_interval_s`` apart, numbered across

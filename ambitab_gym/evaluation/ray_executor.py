@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ambitab_gym import defaults
 from ambitab_gym.errors import AmbiTabError, ConfigurationError, MissingDependency
 from ambitab_gym.evaluation.chunks import (
     UnitRunner,
@@ -192,7 +193,7 @@ class RayExecutor:
         on_row: Callable[[dict], None],
         *,
         concurrency: int,
-        start_interval_s: float = 0.0,
+        start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
     ) -> None:
         """Run the units on Ray; call ``on_row`` here for every row as its unit finishes. The
         slots of every unit start ``start_interval_s`` apart (see the module doc).
@@ -251,7 +252,7 @@ class RayExecutor:
         units: list[WorkUnit],
         on_row: Callable[[dict], None],
         concurrency: int,
-        start_interval_s: float = 0.0,
+        start_interval_s: float,
     ) -> None:
         tasks = deque(work_chunks(units, self.chunk_for(concurrency=concurrency)))
         self.units = 0

@@ -31,13 +31,12 @@ fails, or the worker's end closes before the worker took it), which a fresh work
 Whether the worker took a request is exact, not guessed from the pipe: the worker counts the
 requests it has read into a shared 8-byte page (one store per request), so a request that a
 killed worker's last ``read`` swallowed in the kernel - a fatal signal is acted on only when the
-read returns - counts as never run, and a query that crashed the worker counts as run. The worker frees the result and closes the query's cursor after the reply has left.
+read returns - counts as never run, and a query that crashed the worker counts as run. The
+worker frees the result and closes the query's cursor after the reply has left.
 
-Both sides can wait by hybrid polling (:func:`wait_readable`, ``spin_s``): poll the pipe without
-blocking for a budget, yielding the CPU between polls, and only then block in ``poll`` until the
-deadline (which counts from the start of the wait: a timeout is exact either way); the worker
-polls for the next request the same way after each reply. The default budget,
-:data:`POLL_SPIN_S`, is 0: measured, polling bought nothing on the machines this was tuned on.
+Each side blocks in ``poll`` until the other writes: polling the pipe before blocking (hybrid
+polling) was measured and bought nothing (docs/verifier.md, DuckDB): a query takes longer than
+any useful budget, and a wake-up costs less than the CPU the polling burns.
 """
 
 from __future__ import annotations
@@ -65,7 +64,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 __all__ = [
-    "POLL_SPIN_S",
     "SQLITE_FAST_FUNCTIONS",
     "MessageReader",
     "SQLiteSession",
@@ -78,7 +76,6 @@ __all__ = [
     "safe_loads",
     "serve",
     "sql_text_problem",
-    "wait_readable",
     "write_message",
 ]
 
@@ -350,63 +347,6 @@ class MessageReader:
                 raise EOFError
             have += count
         return body
-
-
-#: How long each side polls a pipe without blocking before it blocks (hybrid polling), in
-#: seconds; 0 (the default) blocks at once. Measured with ``benchmarks/duckdb_transport.py
-#: --spins 0,100,400,2000`` (engines of each budget and the previous transport side by side, 3
-#: runs, 2-vCPU Firecracker VM; ``docs/verifier.md``, DuckDB): no budget lowered the per-query
-#: overhead beyond the run-to-run spread, while each costs the parent up to the budget in CPU
-#: per query (88-148 us without polling, 119-214 us at 200 us, 189-310 us at 400 us, 0.5-1.4 ms
-#: at 2 ms). A DuckDB query takes at least about 0.3 ms in the worker, so the parent's budget
-#: never covers a reply unless it is that long, and on this VM an empty round trip (two
-#: wake-ups) takes 0.04-0.07 ms median: the overhead left is CPU (the second process, the
-#: checks), not sleeping. Between polls the CPU is yielded (``sched_yield``): a pure spin starves the
-#: other side when the scheduler puts both processes on one CPU (an empty round trip then
-#: takes the whole budget: 0.43 ms median at 200 us, against 0.06 ms blocking).
-POLL_SPIN_S = 0.0
-
-#: :func:`wait_readable`'s answers: ready while polling, ready after blocking.
-SPUN, BLOCKED = 1, 2
-
-
-def wait_readable(poller: select.poll, timeout_s: float, spin_s: float = POLL_SPIN_S) -> int:
-    """Wait until a registered descriptor is readable (or its writer closed): hybrid polling.
-
-    Polls without blocking for up to ``min(spin_s, timeout_s)`` seconds, yielding the CPU
-    between polls, then blocks in ``poll`` for what is left of ``timeout_s`` (counted from the
-    call, rounded up to whole milliseconds as ``poll`` takes them: never early).
-
-    Returns:
-        :data:`SPUN` (ready while polling), :data:`BLOCKED` (ready after blocking), or 0 when
-        ``timeout_s`` passed first.
-
-    Example:
-        >>> import select, os
-        >>> read_end, write_end = os.pipe()
-        >>> poller = select.poll(); poller.register(read_end, select.POLLIN)
-        >>> wait_readable(poller, 0.01)
-        0
-        >>> _ = os.write(write_end, b"x")
-        >>> wait_readable(poller, 1.0, spin_s=1e-3) == SPUN, wait_readable(poller, 1.0) == BLOCKED
-        (True, True)
-        >>> os.close(read_end); os.close(write_end)
-    """
-    poll = poller.poll
-    if spin_s > 0:
-        clock = time.monotonic
-        start = clock()
-        end = start + min(spin_s, timeout_s)
-        pause = os.sched_yield
-        while True:
-            if poll(0):
-                return SPUN
-            now = clock()
-            if now >= end:
-                break
-            pause()
-        timeout_s -= now - start
-    return BLOCKED if poll(max(0, math.ceil(timeout_s * 1000))) else 0
 
 
 class Watchdog:
@@ -1479,8 +1419,6 @@ class WorkerProcess:
         config: DuckDB settings (ignored for SQLite).
         headroom_mb: address space the worker may use above what it uses after start-up.
         start_timeout_s: how long to wait for ``("ready", version)``.
-        spin_s: how long each side polls before it blocks (:func:`wait_readable`); 0 blocks at
-            once. :attr:`last_wait` tells how the last reply was waited for.
 
     Example:
         >>> import os, sqlite3, tempfile
@@ -1501,12 +1439,9 @@ class WorkerProcess:
         *,
         headroom_mb: int,
         start_timeout_s: float = 60.0,
-        spin_s: float = POLL_SPIN_S,
     ) -> None:
         self.kind = kind
         self.owner = os.getpid()
-        self.spin_s = spin_s
-        self.last_wait = 0  # SPUN or BLOCKED: how the last reply was waited for (0: timed out)
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
         counter = _shared_page()
@@ -1553,7 +1488,6 @@ class WorkerProcess:
             "sys_path": sys_path,
             "config": config,
             "headroom_mb": headroom_mb,
-            "spin_s": spin_s,
         }
         try:
             self.requests.send_bytes(pickle.dumps(init))
@@ -1568,15 +1502,9 @@ class WorkerProcess:
         self.version = reply[1]
 
     def receive(self, timeout_s: float, max_bytes: int):
-        """The next reply, None on timeout; raises EOFError/OSError when the worker died.
-
-        Waits by hybrid polling (:func:`wait_readable`): a worker that died while the parent
-        polls is found by the same poll (its end of the pipe closed: end of file).
-        """
-        if not self._reader.buffered:
-            self.last_wait = wait_readable(self._poller, timeout_s, self.spin_s)
-            if not self.last_wait:
-                return None
+        """The next reply, None on timeout; raises EOFError/OSError when the worker died."""
+        if not self._reader.buffered and not self._poller.poll(max(0, math.ceil(timeout_s * 1000))):
+            return None
         return safe_loads(self._reader.read(max_bytes))
 
     def query(self, request: tuple, wait_s: float, max_reply_bytes: int = 2**31) -> tuple | None:
@@ -1657,7 +1585,6 @@ class WorkerSlot:
         kind: ``"duckdb"`` or ``"sqlite"``.
         path: the database file.
         label: the engine's name in messages.
-        spin_s: the workers' polling budget (:class:`WorkerProcess`, :data:`POLL_SPIN_S`).
 
     Example:
         >>> import os, sqlite3, tempfile
@@ -1670,13 +1597,10 @@ class WorkerSlot:
         >>> slot.close()
     """
 
-    def __init__(
-        self, kind: str, path: str | os.PathLike, label: str, *, spin_s: float = POLL_SPIN_S
-    ) -> None:
+    def __init__(self, kind: str, path: str | os.PathLike, label: str) -> None:
         self.kind = kind
         self.path = path
         self.label = label
-        self.spin_s = spin_s
         self.restarts = 0
         self._lock = threading.Lock()
         self._worker: WorkerProcess | None = None
@@ -1698,9 +1622,7 @@ class WorkerSlot:
         if self._worker is not None and self._key != key:
             self._discard()
         if self._worker is None:
-            worker = WorkerProcess(
-                self.kind, self.path, config, headroom_mb=headroom_mb, spin_s=self.spin_s
-            )
+            worker = WorkerProcess(self.kind, self.path, config, headroom_mb=headroom_mb)
             self._worker, self._key = worker, key
             self._finalizer = weakref.finalize(
                 self, stop_worker, worker.process, worker.requests, worker.responses
@@ -1775,9 +1697,10 @@ class WorkerSlot:
 # -- the worker's side -------------------------------------------------------------------------
 
 
-def serve(request_fd: int, response_fd: int, counter_fd: int | None = None) -> int:
+def serve(request_fd: int, response_fd: int, counter_fd: int) -> int:
     """The worker's loop: open the database as asked, then answer queries until EOF; each
-    request read is counted in the page of ``counter_fd`` (see :meth:`WorkerProcess.took_last_request`).
+    request read is counted in the shared page of ``counter_fd`` (see
+    :meth:`WorkerProcess.took_last_request`).
 
     Returns:
         The process exit status.
@@ -1821,21 +1744,15 @@ def serve(request_fd: int, response_fd: int, counter_fd: int | None = None) -> i
     responses.send_bytes(pickle.dumps(("ready", version)))
     reader = MessageReader(request_fd)
     tidy = getattr(session, "tidy", None)  # work that can wait until the reply was sent
-    spin_s = float(init.get("spin_s", 0))
-    poller = select.poll()
-    poller.register(request_fd, select.POLLIN)
-    taken = mmap.mmap(counter_fd, _COUNT.size) if counter_fd is not None else None
+    taken = mmap.mmap(counter_fd, _COUNT.size)
     count = 0
     while True:
-        if spin_s > 0 and not reader.buffered:  # the next request often follows at once
-            wait_readable(poller, spin_s, spin_s)
         try:
             data = reader.read(2**31)
         except EOFError:
             break
         count += 1
-        if taken is not None:
-            _COUNT.pack_into(taken, 0, count)
+        _COUNT.pack_into(taken, 0, count)
         request = pickle.loads(data)
         if request[0] == "close":
             break
@@ -1866,11 +1783,11 @@ def serve(request_fd: int, response_fd: int, counter_fd: int | None = None) -> i
 
 
 def main(argv: list[str]) -> int:
-    """Entry point: ``worker.py REQUEST_FD RESPONSE_FD [COUNTER_FD]``."""
+    """Entry point: ``worker.py REQUEST_FD RESPONSE_FD COUNTER_FD``."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # whatever the engine prints goes nowhere
     os.close(devnull)
-    return serve(int(argv[1]), int(argv[2]), int(argv[3]) if len(argv) > 3 else None)
+    return serve(int(argv[1]), int(argv[2]), int(argv[3]))
 
 
 if __name__ == "__main__":
