@@ -26,7 +26,12 @@ The ``duckdb`` row also carries ``overhead_mean_ms``/``overhead_best_ms`` and th
 process worker (``process_floor_*``: the same queries in a minimal second process, blocking;
 ``polled_floor_*``: both sides polling through every query, the floor of any hybrid polling).
 ``--duckdb-baseline FILE`` (an older ``ambitab_gym/verify/worker.py``) verifies with that
-transport in the same rounds (``baseline_overhead_*``, ``verify_vs_baseline``).
+transport in the same rounds (``baseline_overhead_*``, ``verify_vs_baseline``). The DuckDB
+worker keeps the parse of a SQL text it has seen (a repeated submission skips DuckDB's parser),
+so ``verify`` repeats each text as the rounds do and ``verify_miss`` (``overhead_miss_*``,
+``ratio_miss``) sends a text never seen before each time (a numbered comment appended), on an
+engine of its own; ``cpu_us`` is the CPU per query of this process (``parent``) and of the
+variant's worker process (``worker``, its whole CPU over the rounds).
 
 The write rows (``sqlite_write``, ``duckdb_write``, ``postgres_write``) verify a write task
 (``CREATE TABLE ... AS``, ``INSERT``, ``UPDATE``, ``DELETE`` and a test case that counts the
@@ -173,7 +178,10 @@ def _duckdb(n: int, repeats: int, baseline: str | None = None) -> dict:
     )
     transport = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(transport)
-    verifiers = {"verify": Verifier(corpus.open_engine)}
+    verifiers = {
+        "verify": Verifier(corpus.open_engine),
+        "verify_miss": Verifier(corpus.open_engine),
+    }
     if baseline:
         old = transport._load_worker_module(baseline)
 
@@ -183,11 +191,16 @@ def _duckdb(n: int, repeats: int, baseline: str | None = None) -> dict:
             return engine
 
         verifiers["baseline"] = Verifier(open_old)
+    fresh = iter(range(10**9))  # verify_miss: a text the worker has never seen, every time
     runs = {"bare": bare} | {
         name: (lambda record, sql, v=verifier: v.verify(record, sql))
         for name, verifier in verifiers.items()
     }
+    runs["verify_miss"] = lambda record, sql: verifiers["verify_miss"].verify(
+        record, f"{sql}\n-- ambitab benchmark {next(fresh)}"
+    )
     walls = {name: [[] for _ in records] for name in runs}
+    parent_ns = dict.fromkeys(runs, 0)
     order = list(runs)
     shuffle = random.Random(0).shuffle
     try:
@@ -195,13 +208,24 @@ def _duckdb(n: int, repeats: int, baseline: str | None = None) -> dict:
             for name, run in runs.items():
                 result = run(record, record.verification.reference_sql)
                 assert name == "bare" or result.success, record.id
+        worker_pids = {  # one database: one worker per verifier
+            name: verifier.engine("duckdb", records[0].verification.database).worker_pid
+            for name, verifier in verifiers.items()
+        }
+        worker_ns = {name: transport._schedstat_ns(pid) for name, pid in worker_pids.items()}
         for _ in range(repeats):
             for i, record in enumerate(records):
                 shuffle(order)
                 for name in order:
+                    cpu = time.thread_time_ns()
                     start = time.perf_counter()
                     runs[name](record, record.verification.reference_sql)
                     walls[name][i].append(time.perf_counter() - start)
+                    parent_ns[name] += time.thread_time_ns() - cpu
+        worker_ns = {
+            name: transport._schedstat_ns(pid) - worker_ns[name]
+            for name, pid in worker_pids.items()
+        }
     finally:
         for verifier in verifiers.values():
             verifier.close()
@@ -213,6 +237,7 @@ def _duckdb(n: int, repeats: int, baseline: str | None = None) -> dict:
         return round((total(name, pick) - total("bare", pick)) * 1e3 / len(records), 3)
 
     median, mean = statistics.median, statistics.fmean
+    calls = repeats * len(records)
     figures = {
         "queries": len(records),
         "bare_ms": round(total("bare", median) * 1e3, 3),
@@ -223,7 +248,28 @@ def _duckdb(n: int, repeats: int, baseline: str | None = None) -> dict:
         "ratio": round(total("verify", median) / total("bare", median), 2),
         "ratio_mean": round(total("verify", mean) / total("bare", mean), 2),
         "ratio_best": round(total("verify", min) / total("bare", min), 2),
+        "overhead_miss_ms": per_query_ms("verify_miss", median),
+        "overhead_miss_mean_ms": per_query_ms("verify_miss", mean),
+        "overhead_miss_best_ms": per_query_ms("verify_miss", min),
+        "ratio_miss": round(total("verify_miss", median) / total("bare", median), 2),
+        "cpu_us": {
+            name: {
+                "parent": round(parent_ns[name] / calls / 1e3, 1),
+                "worker": round(worker_ns.get(name, 0) / calls / 1e3, 1),
+            }
+            for name in runs
+        },
     }
+    print(
+        "duckdb cpu per query (us): "
+        + ", ".join(
+            f"{name} parent {v['parent']:.1f} worker {v['worker']:.1f}"
+            for name, v in figures["cpu_us"].items()
+        )
+        + f"; a new text each time (verify_miss) adds {figures['overhead_miss_ms']:.3f} ms/query "
+        f"(mean {figures['overhead_miss_mean_ms']:.3f}, best {figures['overhead_miss_best_ms']:.3f})",
+        file=sys.stderr,
+    )
     if baseline:
         figures |= {
             "baseline_overhead_ms": per_query_ms("baseline", median),
