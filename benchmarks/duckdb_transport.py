@@ -15,7 +15,10 @@ mean of ``--rounds`` per query, summed):
   pure spin instead - what polling could buy any worker (the engine blocks at once: measured,
   polling bought nothing);
 * ``engine``: :meth:`ambitab_gym.verify.duckdb.DuckDBEngine.execute` (the worker, its checks,
-  the watchdog, the capped fetch, the result pickled across the pipe);
+  the watchdog, the capped fetch, the result pickled across the pipe); the worker keeps the
+  parse of a text it has seen, so from the second round on it skips DuckDB's parser;
+* ``engine_miss``: the same on an engine of its own, each call's text new to it (a numbered
+  comment appended): DuckDB's parser runs every time, as for ``bare``;
 * ``baseline:<file>``: the engine over an older copy of ``ambitab_gym/verify/worker.py``
   (``--duckdb-baseline FILE``, repeatable; ``git show <commit>:ambitab_gym/verify/worker.py``);
 * ``verify``: :meth:`ambitab_gym.verify.Verifier.verify` (the engine plus the comparison).
@@ -293,7 +296,7 @@ def measure(
     verify_engine = verifier.engine("duckdb", database)
     # every variant its own worker
     engine = DuckDBEngine(verify_engine.path, limits=verify_engine.limits)
-    engines = {"engine": engine}
+    engines = {"engine": engine, "engine_miss": DuckDBEngine(engine.path, limits=engine.limits)}
     if nice is not None:  # an experiment: the worker's scheduling priority (root for < 0)
         niced = DuckDBEngine(engine.path, limits=engine.limits)
         niced.execute("SELECT 1")
@@ -326,6 +329,10 @@ def measure(
         variants[name] = lambda i, w=worker: w.ask(encoded[i])
     for name, variant in engines.items():
         variants[name] = lambda i, e=variant: e.execute(sqls[i])
+    fresh = iter(range(10**9))
+    variants["engine_miss"] = lambda i: engines["engine_miss"].execute(
+        f"{sqls[i]}\n-- ambitab benchmark {next(fresh)}"
+    )
     variants["verify"] = lambda i: verifier.verify(records[i], sqls[i])
     walls = {name: [[] for _ in sqls] for name in variants}
     parent_ns = dict.fromkeys(variants, 0)
