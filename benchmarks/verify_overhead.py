@@ -530,7 +530,7 @@ def _postgres_floor(
                 olds[db].execute("SELECT 1")
             # The engine's own connection (one): the libpq runs use it between its queries.
             connection = engines[db]._pool.get(5.0)
-            raws[db] = connection.pgconn
+            raws[db] = connection
             engines[db]._pool.put(connection)
     # The Verifier over those engines, in the same rounds (what verify_ms measures, side by
     # side with its parts).
@@ -538,13 +538,19 @@ def _postgres_floor(
     for record in records:
         assert verifier.verify(record, record.verification.reference_sql).success, record.id
 
-    def pipeline(pgconn, messages, rows_at: int | None = None) -> None:
+    def pipeline(connection, messages, rows_at: int | None = None, tail: bool = False) -> None:
+        # tail: as the engine does, the server is asked to send the query's results at once
+        # and the rest (reset, ROLLBACK, sync) is left to settle (untimed, before the next
+        # libpq run; the engine's own runs settle it themselves, timed)
+        pgconn = connection.pgconn
         pgconn.enter_pipeline_mode()
-        for name, params, text in messages:
+        for index, (name, params, text) in enumerate(messages):
             if name:
                 pgconn.send_query_prepared(name, params)
             else:
                 pgconn.send_query_params(text, None)
+            if tail and index == rows_at:
+                pgconn.send_flush_request()
         pgconn.pipeline_sync()
         for index in range(len(messages)):
             if index == rows_at and engine_module._CHUNKED_ROWS:
@@ -553,8 +559,15 @@ def _postgres_floor(
                 pgconn.set_single_row_mode()
             while (result := pgconn.get_result()) is not None:
                 assert result.status != pq.ExecStatus.FATAL_ERROR, result.get_error_message()
+            if tail and index == rows_at:
+                connection._tail = True
+                return
         assert pgconn.get_result().status == pq.ExecStatus.PIPELINE_SYNC
         pgconn.exit_pipeline_mode()
+
+    def settle(db: str) -> None:
+        """The engine connection's last pipeline end read (untimed, before a libpq run)."""
+        engines[db]._pool.put(engines[db]._pool.get(5.0))
 
     def variants(db: str, sql: str, record) -> dict:
         pgconn = raws[db]
@@ -569,7 +582,7 @@ def _postgres_floor(
         return {
             "raw": lambda: pipeline(pgconn, [(None, None, sql.encode())], 0),
             "guarded": lambda: pipeline(pgconn, [(None, None, guarded)], 0),
-            "isolated": lambda: pipeline(pgconn, isolated, 1),
+            "isolated": lambda: pipeline(pgconn, isolated, 1, tail=True),
             "engine": lambda: engines[db].execute(sql),
             "verify": lambda: verifier.verify(record, sql),
             "bare": lambda: bares[db].execute(sql).fetchall(),
@@ -597,7 +610,9 @@ def _postgres_floor(
             db = database_name(corpus_name, record.verification.database)
             runs = variants(db, sql, record)
             times: dict[str, list[float]] = {name: [] for name in runs}
-            for run in runs.values():  # warm
+            for name, run in runs.items():  # warm
+                if name in ("raw", "guarded", "isolated"):
+                    settle(db)
                 run()
             order = list(runs.items())
             for _ in range(repeats):
@@ -605,6 +620,8 @@ def _postgres_floor(
                 # (the one before warms or cools the caches and the backend it finds).
                 shuffle(order)
                 for name, run in order:
+                    if name in ("raw", "guarded", "isolated"):
+                        settle(db)
                     pid = backend.get(name, {}).get(db)
                     server = _schedstat_s(pid) if pid else None
                     client = time.thread_time()

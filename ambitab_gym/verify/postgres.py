@@ -148,6 +148,10 @@ _PREPARED = (
 _CHUNK_ROWS = 64
 _CHUNK_SHARE = 16
 _MIN_CHUNK_ROW_CAP = 4096
+# How long the end of a verification's pipeline (the reset, ROLLBACK, the sync; the server
+# runs them right after sending the rows) may take to arrive when the connection is next used;
+# past it the connection is dropped.
+_TAIL_WAIT_S = 10.0
 # Bounds of the statement guard's answers an engine keeps (per SQL text).
 _CHECKED_TEXTS = 4096
 _CHECKED_CHARS = 4_000_000
@@ -423,8 +427,10 @@ class _Connection(psycopg.Connection):
 
     #: the statement budget (ms) the session settings hold (None: not set yet)
     _budget_ms: int | None = None
-    #: the last verification's pipeline ended with a successful reset
-    _reset_done = False
+    #: the last verification succeeded and its pipeline's end (the reset, ``ROLLBACK``, the
+    #: sync point) is still to be read: :meth:`settle` reads it before the connection is used
+    #: again (the server runs it while the client loads and compares the rows)
+    _tail = False
     #: a poll object on the connection's socket (waiting for results releases the GIL)
     _poll: select.poll | None = None
     #: the engine's fixed statements are prepared on the server (``_PREPARED``)
@@ -445,6 +451,34 @@ class _Connection(psycopg.Connection):
     #: the column types the transformer's loaders are for, and whether they load flat rows
     _oids: tuple[int, ...] | None = None
     _flat = False
+
+    def settle(self) -> bool:
+        """Read the end of the last verification's pipeline (``_tail``): whether the reset
+        and ``ROLLBACK`` succeeded and the session is idle again (out of pipeline mode). False
+        (the connection is not to be used again) when they failed or did not arrive within
+        ``_TAIL_WAIT_S``."""
+        self._tail = False
+        pgconn = self.pgconn
+        poll = self._poll
+        if poll is None:
+            poll = self._poll = select.poll()
+            poll.register(pgconn.socket, select.POLLIN)
+        stop = time.monotonic() + _TAIL_WAIT_S
+        statuses = []
+        try:
+            for _result in range(5):  # the reset, NULL, ROLLBACK, NULL, the sync
+                while pgconn.is_busy():
+                    remaining = stop - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    poll.poll(max(1, int(remaining * 1000) + 1))
+                    pgconn.consume_input()
+                res = pgconn.get_result()
+                statuses.append(res.status if res is not None else None)
+            pgconn.exit_pipeline_mode()
+        except psycopg.Error:
+            return False
+        return _tail_ok(statuses) and pgconn.transaction_status == _IDLE
 
     def next_seed(self) -> float:
         """An unpredictable ``setseed`` argument in [-1, 1) (52 random bits)."""
@@ -474,28 +508,27 @@ class _Pool:
         self._closed = False
         self._waiting = 0  # threads waiting in get (put notifies only then)
 
-    def get(self, timeout_s: float) -> _Connection:
-        with self._lock:  # (the common case: an idle connection, no waiting)
-            if self._idle and not self._closed:
-                return self._idle.pop()
+    def get(self, timeout_s: float, *, settle: bool = True) -> _Connection:
+        """An idle connection, else a new one while fewer than ``size`` are open, else the
+        next one put back within ``timeout_s``. ``settle``: the end of its last
+        verification's pipeline is read and confirmed first (``_Connection.settle``; the
+        engine's own queries read it with their results instead)."""
         deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise QueryError("engine", "the PostgreSQL engine is closed")
-                if self._idle:
-                    return self._idle.pop()
-                if self._open < self._size:
-                    self._open += 1
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise QueryError("timeout", "no PostgreSQL connection became free in time")
-                self._waiting += 1
-                try:
-                    self._cond.wait(remaining)
-                finally:
-                    self._waiting -= 1
+        while True:
+            connection = None
+            with self._lock:  # (the common case: an idle connection, no waiting)
+                if self._idle and not self._closed:
+                    connection = self._idle.pop()
+            if connection is None:
+                connection = self._wait(deadline)
+                if connection is None:
+                    break  # (a slot for a new connection)
+            if not (settle and connection._tail) or connection.settle():
+                return connection
+            # The last verification's reset failed or did not come: not reusable.
+            with contextlib.suppress(Exception):
+                connection.close()
+            self._forget()
         try:
             connection = _Connection.connect(
                 self._conninfo, autocommit=True, prepare_threshold=None
@@ -511,9 +544,35 @@ class _Pool:
             raise
         return connection
 
+    def _wait(self, deadline: float) -> _Connection | None:
+        """An idle connection, or None when a new one may be opened (counted open), waiting
+        for one to be put back until ``deadline``."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise QueryError("engine", "the PostgreSQL engine is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._open < self._size:
+                    self._open += 1
+                    return None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise QueryError("timeout", "no PostgreSQL connection became free in time")
+                self._waiting += 1
+                try:
+                    self._cond.wait(remaining)
+                finally:
+                    self._waiting -= 1
+
     def put(self, connection: _Connection, *, broken: bool = False) -> None:
         pgconn = connection.pgconn
-        if broken or pgconn.status == _BAD or pgconn.transaction_status != _IDLE:
+        # (a connection whose pipeline's end is still to be read is busy until settle)
+        if (
+            broken
+            or pgconn.status == _BAD
+            or (not connection._tail and pgconn.transaction_status != _IDLE)
+        ):
             with contextlib.suppress(Exception):
                 connection.close()
             self._forget()
@@ -690,7 +749,7 @@ class PostgresEngine:
 
     def _connection(self, pool: _Pool) -> _Connection:
         try:
-            return pool.get(self._connect_timeout_s + 5.0)
+            return pool.get(self._connect_timeout_s + 5.0, settle=False)
         except psycopg.Error as error:
             message = _first_line(error)
         hint = ""
@@ -837,19 +896,46 @@ class PostgresEngine:
         # pipeline arrives at once), else after waiting in _await (no closure, no call per
         # result on the common path).
         is_busy, get_result = pgconn.is_busy, pgconn.get_result
-        pgconn.enter_pipeline_mode()
+        # The end of the previous verification's pipeline (its reset, ROLLBACK and sync), not
+        # read yet: read below, before this query's results. The server runs this pipeline
+        # only after it (one session, in order), and a reset that failed leaves the
+        # transaction aborted, so that this BEGIN fails: the query never runs after a reset
+        # that did not happen, and its results are used only once that reset is confirmed.
+        pending = connection._tail
+        if pending and connection._budget_ms != budget_ms:
+            if not connection.settle():  # (new session settings: the end is read first)
+                connection.close()
+                raise psycopg.OperationalError("the previous query's reset did not finish")
+            pending = False
+        pgconn.enter_pipeline_mode()  # (a no-op while the previous end is pending)
         if connection._budget_ms != budget_ms:
             self._set_session(connection, budget_ms, stop, limits)
         pgconn.send_query_prepared(_BEGIN_NAME, None)
         if left_ms is not None:
             pgconn.send_query_params(f"SET LOCAL statement_timeout = {left_ms}".encode(), None)
         pgconn.send_query_params(query, None)
+        # The server sends the query's results at once (a flush request) and then runs the
+        # reset and ROLLBACK while the client loads and compares the rows; their results are
+        # read with the next verification's (above), or by _Connection.settle when the
+        # connection is taken from the pool for anything else.
+        pgconn.send_flush_request()
         # The reset inside the transaction (neither advisory locks nor the seed are
         # transactional), then the rollback: one segment. An error skips the rest of the
         # segment; then _reset repeats both in a round trip of their own.
         pgconn.send_query_prepared(_RESET_NAME, connection.next_seed_param())
         pgconn.send_query_prepared(_ROLLBACK_NAME, None)
         pgconn.pipeline_sync()
+        if pending:
+            connection._tail = False
+            statuses = []
+            for _result in range(5):  # the reset, NULL, ROLLBACK, NULL, the sync
+                if is_busy():
+                    _await(connection, stop, limits)
+                res = get_result()
+                statuses.append(res.status if res is not None else None)
+            if not _tail_ok(statuses):
+                connection.close()
+                raise psycopg.OperationalError("the previous query's reset did not finish")
         failure: psycopg.Error | None = None
         for _statement in range(1 if left_ms is None else 2):  # BEGIN (, SET LOCAL)
             if is_busy():
@@ -924,21 +1010,17 @@ class PostgresEngine:
             elif status == _FATAL and failure is None:
                 failure = errors.error_from_result(res, encoding=encoding)
         transformer.set_pgresult(None, set_loaders=False)  # (the last chunk's memory)
-        # The reset SELECT and ROLLBACK (each a result and the NULL after it), then the sync.
-        statuses = []
-        for _result in range(5):
-            if is_busy():
-                _await(connection, stop, limits)
-            res = get_result()
-            statuses.append(res.status if res is not None else None)
-        pgconn.exit_pipeline_mode()
-        connection._reset_done = (
-            failure is None
-            and statuses[0] in _SIMPLE_OK
-            and statuses[2] in _SIMPLE_OK
-            and statuses[4] == _SYNC
-            and pgconn.transaction_status == _IDLE
-        )
+        if failure is None:
+            # The reset SELECT and ROLLBACK (each a result and the NULL after it) and the
+            # sync are read before the connection's next query (settle, in _Pool.get).
+            connection._tail = True
+        else:
+            # The rest of the segment was skipped (its results and the sync are read now).
+            for _result in range(5):
+                if is_busy():
+                    _await(connection, stop, limits)
+                get_result()
+            pgconn.exit_pipeline_mode()
         if failure is not None:
             if chunk > 1 and _row_refused(failure):
                 # A row over row_cap: one row at a time, with the guard at the cap.
@@ -1008,9 +1090,9 @@ class PostgresEngine:
         """Roll back and drop session-level leftovers; False when the connection is unusable."""
         if connection.pgconn.status == _BAD:  # (connection.closed)
             return False
-        if connection._reset_done:
-            # The verification's own pipeline ended with the reset.
-            connection._reset_done = False
+        if connection._tail:
+            # The verification's own pipeline ends with the reset (read and confirmed by
+            # settle before the connection is used again).
             return True
         if connection.pgconn.pipeline_status != pq.PipelineStatus.OFF:
             # Stopped in the middle of its pipeline (an exception while reading): not reusable.
@@ -1400,6 +1482,18 @@ def _await(connection: _Connection, stop: float, limits: Limits) -> None:
                 raise QueryError("timeout", f"query ran longer than {limits.timeout_s:g} s")
             continue
         pgconn.consume_input()
+
+
+def _tail_ok(statuses: list) -> bool:
+    """Whether the results at the end of a verification's pipeline (the reset, NULL,
+    ``ROLLBACK``, NULL, the sync) say that the reset and the rollback succeeded."""
+    return (
+        statuses[0] in _SIMPLE_OK
+        and statuses[1] is None
+        and statuses[2] in _SIMPLE_OK
+        and statuses[3] is None
+        and statuses[4] == _SYNC
+    )
 
 
 def _domain_refusal(error: psycopg.Error) -> bool:
