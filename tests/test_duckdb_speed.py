@@ -14,6 +14,9 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import os
+import pickle
+import uuid
 
 import duckdb
 import pytest
@@ -25,6 +28,7 @@ from ambitab_gym.verify.worker import (
     PARSED_CACHE_MAX_CHARS,
     _DuckDBSession,
     result_bytes,
+    safe_loads,
 )
 
 SCRIPT = """
@@ -276,3 +280,43 @@ def test_a_kept_memory_bomb_still_fails_inside_the_worker(engine):
             engine.execute(bomb)
         assert caught.value.category in {"too_large", "runtime"}
         assert engine.execute("SELECT w FROM words WHERE n = 2").rows == [("w2",)]
+
+
+def test_reply_unpickling_admits_the_plain_types_and_nothing_else():
+    values = [
+        datetime.date(2024, 1, 2),
+        datetime.datetime(
+            2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone(datetime.timedelta(hours=2))
+        ),
+        datetime.time(1, 2, 3),
+        datetime.timedelta(days=1, microseconds=5),
+        decimal.Decimal("-1.50"),
+        uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+        {1, 2},
+        frozenset({3}),
+        bytearray(b"ab"),
+        complex(1, 2),
+        range(3),
+        slice(1, 2),
+    ]
+    reply = ("ok", ("v",), [(value,) for value in values])
+    for protocol in (pickle.DEFAULT_PROTOCOL, pickle.HIGHEST_PROTOCOL):  # the worker's
+        back = safe_loads(pickle.dumps(reply, protocol=protocol))
+        assert back == reply
+        assert [type(row[0]) for row in back[2]] == [type(value) for value in values]
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("true",))
+
+    forbidden = [
+        Evil(),
+        eval,
+        getattr,
+        datetime.date.fromisoformat,  # a dotted name inside an allowed module
+        pickle.loads,
+    ]
+    for value in forbidden:
+        for protocol in (2, pickle.HIGHEST_PROTOCOL):
+            with pytest.raises(pickle.UnpicklingError, match="forbidden"):
+                safe_loads(pickle.dumps(("ok", ("v",), [(value,)]), protocol=protocol))

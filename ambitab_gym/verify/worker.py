@@ -211,11 +211,18 @@ _SAFE_CLASSES = {
 _PLAIN = (type(None), bool, int, float, str, bytes)
 
 
+# The allowed classes themselves, looked up once (a reply names a few of them each time).
+_SAFE_OBJECTS = {
+    (module, name): getattr(sys.modules[module], name) for module, name in _SAFE_CLASSES
+}
+
+
 class _SafeUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):  # noqa: D401 - pickle hook
-        if (module, name) in _SAFE_CLASSES:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"worker reply holds a forbidden type {module}.{name}")
+        found = _SAFE_OBJECTS.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(f"worker reply holds a forbidden type {module}.{name}")
+        return found
 
 
 def safe_loads(data: bytes):
