@@ -61,6 +61,18 @@ QUERIES = {
     "many": "SELECT n, w, n / 7 AS q, CAST(n AS DECIMAL(9, 2)) / 3 AS dq FROM words ORDER BY n",
     "aggregate": "SELECT count(*) AS c, sum(n) AS s, avg(n) AS a, string_agg(w, ',') AS all_w "
     "FROM words",
+    # statement shapes whose parse trees the binder rewrites (each run binds its own copy)
+    "shapes": "WITH c AS (SELECT n % 3 AS k, n FROM words WHERE n < 30) SELECT k, "
+    "count(*) OVER (PARTITION BY k) AS per_k, row_number() OVER (ORDER BY n) AS rn FROM c "
+    "WHERE n IN (SELECT n FROM words WHERE n % 2 = 0) UNION ALL SELECT 99, 1, 100 "
+    "ORDER BY rn LIMIT 20",
+    "lambdas": "SELECT list_transform([1, 2, n], lambda x: x * 2) AS doubled, "
+    "list_filter([n, n + 1], lambda x: x % 2 = 0) AS even, CASE WHEN n > 1 THEN 'big' END AS size "
+    "FROM words WHERE n < 4 ORDER BY n",
+    "recursive": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 50) "
+    "SELECT sum(i) AS total, max(i) AS top FROM r",
+    "values": "SELECT * FROM (VALUES (1, 'a'), (2, NULL)) AS v(x, y) ORDER BY x",
+    "struct_star": "SELECT st.*, unnest(l) AS item FROM t WHERE l IS NOT NULL ORDER BY item",
 }
 
 
