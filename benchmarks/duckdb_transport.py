@@ -406,7 +406,8 @@ def measure(
         }
         for name, base in (
             [(name, "bare") for name in variants if name not in ("bare", "verify")]
-            + [("verify", "bare"), ("engine", "floor"), ("verify", "engine")]
+            + [("verify", "bare"), ("engine", "floor"), ("engine_miss", "floor")]
+            + [("verify", "engine")]
         )
         if not name.startswith("pingpong")
     }
