@@ -226,3 +226,34 @@ def test_results_of_a_mixed_sequence_equal_a_plain_connection(server, engine):
                 assert outcome == [("", "")]  # (void values; the lock is released afterwards)
             else:
                 assert outcome == plain.execute(sql).fetchall(), sql
+
+
+ROWS_ONLY = [
+    "SELECT 1 AS x, 'a' AS x",
+    "SELECT x, x * 1.5 AS y, x::float8 / 3 AS z FROM generate_series(1, 150) x ORDER BY x DESC",
+    "SELECT ARRAY[1, 2] AS a, '{\"k\": [1]}'::jsonb AS j, NULL::numeric AS n",
+    "SELECT repeat('x', 70000) AS big, 1 AS n",  # (a row over the chunk guard: run again)
+    "SELECT * FROM generate_series(1, 20)",  # too many rows under max_rows=10
+    "SELECT 1 / 0",
+    "DELETE FROM nowhere",
+    "SELECT (1",
+    "SELECT x FROM generate_series(1, 0) x",
+]
+
+
+def test_execute_rows_are_the_rows_of_execute(engine):
+    """The verifier's rows-only call (no column names) returns what execute returns, and
+    fails where it fails, with the same category and message."""
+    limits = Limits(max_rows=10, max_result_bytes=2**20)
+    for _round in range(2):
+        for sql in ROWS_ONLY:
+            outcomes = []
+            for call in (engine.execute, engine.execute_rows):
+                try:
+                    result = call(sql, limits=limits)
+                except QueryError as error:
+                    outcomes.append((error.category, error.message))
+                else:
+                    rows = result if call == engine.execute_rows else result.rows
+                    outcomes.append((repr(rows), [type(v) for row in rows for v in row]))
+            assert outcomes[0] == outcomes[1], sql

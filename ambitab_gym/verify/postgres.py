@@ -513,13 +513,15 @@ class _Pool:
         next one put back within ``timeout_s``. ``settle``: the end of its last
         verification's pipeline is read and confirmed first (``_Connection.settle``; the
         engine's own queries read it with their results instead)."""
-        deadline = time.monotonic() + timeout_s
+        deadline = None
         while True:
             connection = None
             with self._lock:  # (the common case: an idle connection, no waiting)
                 if self._idle and not self._closed:
                     connection = self._idle.pop()
             if connection is None:
+                if deadline is None:
+                    deadline = time.monotonic() + timeout_s
                 connection = self._wait(deadline)
                 if connection is None:
                     break  # (a slot for a new connection)
@@ -773,6 +775,12 @@ class PostgresEngine:
         """
         return self._execute(self._pool, sql_text, limits or self.limits)
 
+    def execute_rows(self, sql_text: str, *, limits: Limits | None = None) -> list[tuple]:
+        """The rows :meth:`execute` returns, without the column names (all a comparison needs:
+        the :class:`~ambitab_gym.verify.verifier.Verifier` asks for these); the same sandbox,
+        limits and errors."""
+        return self._execute(self._pool, sql_text, limits or self.limits, names=False).rows
+
     def execute_reference(self, sql_text: str, *, limits: Limits | None = None) -> QueryResult:
         """Run a trusted reference query as the reference role, with the same sandbox.
 
@@ -781,7 +789,9 @@ class PostgresEngine:
         """
         return self._execute(self._reference_pool(), sql_text, limits or self.limits)
 
-    def _execute(self, pool: _Pool, sql_text: str, limits: Limits) -> QueryResult:
+    def _execute(
+        self, pool: _Pool, sql_text: str, limits: Limits, *, names: bool = True
+    ) -> QueryResult:
         if not isinstance(sql_text, str):
             raise QueryError("rejected", "empty SQL")
         checked = self._guarded.get(sql_text)
@@ -806,7 +816,7 @@ class PostgresEngine:
             failure: QueryError | None = None
             broken = False
             try:
-                return self._run(connection, sql_text, limits)
+                return self._run(connection, sql_text, limits, names=names)
             except QueryError as error:
                 failure = error
             except psycopg.Error as error:
@@ -843,6 +853,7 @@ class PostgresEngine:
         *,
         chunk_rows: int | None = None,
         started: float | None = None,
+        names: bool = True,
     ) -> QueryResult:
         """One verification in one round trip: a libpq pipeline of extended-protocol messages.
 
@@ -999,14 +1010,13 @@ class PostgresEngine:
                     connection.close()
                     raise QueryError("too_large", f"the result is larger than {_mib(cap)}")
             elif status == _TUPLES:
-                # The end of the rows (in single-row mode, none), with the column names.
-                # (decoded in one piece: a name holds no NUL)
+                # The end of the rows (in single-row mode, none), with the column names
+                # (decoded in one piece: a name holds no NUL; not for execute_rows).
                 count = res.nfields
-                columns = (
-                    tuple(b"\0".join(map(res.fname, range(count))).decode(encoding).split("\0"))
-                    if count
-                    else ()
-                )
+                if names and count:
+                    columns = tuple(
+                        b"\0".join(map(res.fname, range(count))).decode(encoding).split("\0")
+                    )
             elif status == _FATAL and failure is None:
                 failure = errors.error_from_result(res, encoding=encoding)
         transformer.set_pgresult(None, set_loaders=False)  # (the last chunk's memory)
@@ -1027,7 +1037,9 @@ class PostgresEngine:
                 del failure
                 if not self._reset(connection):
                     raise QueryError("engine", "the PostgreSQL connection failed, try again")
-                return self._run(connection, sql_text, limits, chunk_rows=1, started=start)
+                return self._run(
+                    connection, sql_text, limits, chunk_rows=1, started=start, names=names
+                )
             raise failure
         if len(rows) > limits.max_rows:
             raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")
