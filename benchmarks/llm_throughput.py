@@ -50,7 +50,9 @@ with C tasks making 40 calls each back to back, started as the campaign's slots,
 campaign, so that the start and the last calls weigh little; and the call latency the client
 saw there, L plus what the two event loops queue; the better of two runs; skipped with
 ``--no-bare``), the same four as ``unstaggered_bare_*`` with every task starting at once (its
-two runs between the staggered ones: ``bare_side_by_side``), ``unstaggered_ratio`` and
+two runs between the staggered ones: ``bare_side_by_side``), transport_cpu_ms_per_call (the
+floor's calls made with aiohttp directly, no LLM client: the CPU per call of the HTTP library
+and the event loop alone, the better of two runs), ``unstaggered_ratio`` and
 ``unstaggered_cpu_ms_per_call`` (with ``--unstaggered``) and bound: what limits the run - ``server`` (its
 process used over 80 % of a core: the benchmark measures the server, not the client),
 ``machine_cpu`` (capacity_ceiling < 0.9: client and server need more than the machine's cores),
@@ -172,6 +174,55 @@ def measure_bare(
     }
 
 
+def measure_transport(
+    concurrency: int,
+    latency: float,
+    calls: int = 40,
+    start_interval_s: float = defaults.SLOT_START_INTERVAL_S,
+) -> float:
+    """The transport alone: the floor's calls made with aiohttp directly (one session of
+    ``concurrency`` keep-alive connections, the body encoded and the reply decoded with orjson,
+    no timeout, no retries, no accounting, no seeds): the CPU per call (ms) of the HTTP
+    library and the event loop, below which no client of this design goes."""
+    import aiohttp
+    import orjson
+
+    prompt = [
+        {"role": "system", "content": "word " * 600},
+        {"role": "user", "content": "question " * 100},
+    ]
+    with ScriptedServer(
+        [ScriptRule(reply='{"answer": "ok"}')], latency_s=latency, process=True,
+        record_requests=False,
+    ) as server:  # fmt: skip
+        url = f"{server.url}/chat/completions"
+
+        async def slots() -> float:
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=0),
+                headers={"Content-Type": "application/json"},
+                timeout=aiohttp.ClientTimeout(),
+                trust_env=False,
+            )
+
+            async def slot(index: int) -> None:
+                if index and start_interval_s:
+                    await asyncio.sleep(index * start_interval_s)
+                for _ in range(calls):
+                    body = orjson.dumps({"model": "scripted", "messages": prompt, "seed": index})
+                    async with session.post(url, data=body) as reply:
+                        orjson.loads(await reply.read())
+
+            cpu = time.process_time()
+            await asyncio.gather(*(slot(i) for i in range(concurrency)))
+            cpu = time.process_time() - cpu
+            await session.close()
+            return cpu
+
+        cpu = run_loop(slots())
+    return round(cpu / (calls * concurrency) * 1000, 3)
+
+
 def bare_side_by_side(concurrency: int, latency: float, interval: float) -> dict:
     """The floor staggered (``bare_*``) and with every slot at once (``unstaggered_bare_*``),
     two runs each in the order staggered, at once, at once, staggered (a machine that gets
@@ -180,7 +231,13 @@ def bare_side_by_side(concurrency: int, latency: float, interval: float) -> dict
     for start in (interval, 0.0, 0.0, interval):
         runs[start].append(measure_bare(concurrency, latency, start_interval_s=start))
     best = {start: max(found, key=lambda r: r["bare_ratio"]) for start, found in runs.items()}
-    return {**best[interval], **{f"unstaggered_{k}": v for k, v in best[0.0].items()}}
+    transport = min(measure_transport(concurrency, latency, start_interval_s=interval)
+                    for _ in range(2))  # fmt: skip
+    return {
+        **best[interval],
+        **{f"unstaggered_{k}": v for k, v in best[0.0].items()},
+        "transport_cpu_ms_per_call": transport,
+    }
 
 
 def measure(
@@ -422,6 +479,13 @@ def main() -> None:
                     f"       the same campaign with every slot starting at once: ratio "
                     f"{result['unstaggered_ratio']:.2f} (slots {interval * 1000:g} ms apart: "
                     f"{result['ratio']:.2f})"
+                )
+            if "transport_cpu_ms_per_call" in result:
+                print(
+                    f"       floors of client CPU per call: aiohttp and the event loop alone "
+                    f"{result['transport_cpu_ms_per_call']:.2f} ms, with the LLM client "
+                    f"{result['bare_cpu_ms_per_call']:.2f} ms, the campaign "
+                    f"{result['cpu_ms_per_call']:.2f} ms"
                 )
             if "bare_ratio" in result:
                 for label, prefix in (

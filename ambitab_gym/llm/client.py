@@ -177,14 +177,83 @@ def _llamacpp_slots(response: _Reply | None) -> int | None:
     return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
 
 
+class _Deadlines:
+    """The wall-clock limit of every request on one event loop, kept by one timer.
+
+    A client gives each of its requests the same limit, so their deadlines come in the order
+    they start: the oldest pending one expires first. One timer is armed for it; when it
+    fires, the requests past their deadline are cancelled (as aiohttp's own total timeout
+    cancels them) and it is armed again for the oldest one left. A request costs a dict entry
+    and its removal, not a timer handle, a timeout context and a heap operation of its own.
+
+    >>> async def demo():
+    ...     loop = asyncio.get_running_loop()
+    ...     deadlines = _Deadlines(loop, 0.05)
+    ...     token = deadlines.start(asyncio.current_task())
+    ...     try:
+    ...         await asyncio.sleep(1)
+    ...     except asyncio.CancelledError:
+    ...         return deadlines.end(token)
+    >>> asyncio.run(demo())
+    True
+    """
+
+    __slots__ = ("_next", "expired", "limit", "loop", "pending", "timer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: float) -> None:
+        self.loop = loop
+        self.limit = limit
+        self.pending: dict[int, tuple[float, asyncio.Task]] = {}  # oldest first
+        self.expired: set[int] = set()
+        self.timer: asyncio.TimerHandle | None = None
+        self._next = 0
+
+    def start(self, task: asyncio.Task) -> int:
+        """A request of ``task`` starts now: its token for :meth:`end`."""
+        token = self._next
+        self._next = token + 1
+        deadline = self.loop.time() + self.limit
+        self.pending[token] = (deadline, task)
+        if self.timer is None:
+            self.timer = self.loop.call_at(deadline, self._expire)
+        return token
+
+    def end(self, token: int) -> bool:
+        """The request is over: whether its deadline passed (its task was cancelled for it)."""
+        if self.pending.pop(token, None) is not None:
+            return False
+        if token in self.expired:
+            self.expired.discard(token)
+            return True
+        return False
+
+    def _expire(self) -> None:
+        self.timer = None
+        now = self.loop.time()
+        pending = self.pending
+        while pending:
+            token = next(iter(pending))
+            deadline, task = pending[token]
+            if deadline > now:
+                self.timer = self.loop.call_at(deadline, self._expire)
+                return
+            del pending[token]
+            self.expired.add(token)
+            task.cancel()
+
+
 @dataclass
 class _LoopState:
-    """One event loop's connection pool (an aiohttp session), concurrency limit and the
-    requests in flight on it."""
+    """One event loop's connection pool (an aiohttp session), concurrency limit, request
+    deadlines and the requests in flight on it."""
 
     session: Any  # aiohttp.ClientSession (aiohttp is imported on the first call)
     semaphore: asyncio.Semaphore
     transport_errors: tuple[type[BaseException], ...]  # a lost or broken connection
+    deadlines: _Deadlines
+    chat_url: Any = None  # the completions URL as a yarl.URL (parsed once, not per request)
+    chat_text: str = ""  # the same URL as text (for messages)
+    base_url: str = ""  # the base URL both were built from
     in_flight: int = 0
 
 
@@ -227,13 +296,15 @@ def _decode(content: bytes) -> Any:
     return json.loads(content)
 
 
-@dataclass(frozen=True)
 class _Reply:
     """An HTTP answer, read in full: status, body and the ``Retry-After`` header."""
 
-    status_code: int
-    content: bytes
-    retry_after: str | None = None
+    __slots__ = ("content", "retry_after", "status_code")
+
+    def __init__(self, status_code: int, content: bytes, retry_after: str | None = None) -> None:
+        self.status_code = status_code
+        self.content = content
+        self.retry_after = retry_after
 
     @property
     def text(self) -> str:
@@ -294,19 +365,34 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-@dataclass
-class _Call:
-    """What one ``achat`` call knows for its log line."""
+# the request fields a call's log line leaves out of its "sampling"
+_NOT_SAMPLING = frozenset({"model", "messages", "response_format"})
 
-    tag: str
-    role: str | None
-    turn: int
-    episode: EpisodeKey | None
-    messages: Sequence[Mapping[str, str]]
-    sampling: Sampling | None = None
-    request: dict[str, Any] = dataclasses.field(default_factory=dict)
-    seeds: list[Any] = dataclasses.field(default_factory=list)
-    timeouts: int = 0
+
+class _Call:
+    """What one ``achat`` call knows for its log line (``body``: the request of its latest
+    attempt)."""
+
+    __slots__ = ("body", "episode", "messages", "role", "sampling", "seeds", "tag", "timeouts",
+                 "turn")  # fmt: skip
+
+    def __init__(
+        self,
+        tag: str,
+        role: str | None,
+        turn: int,
+        episode: EpisodeKey | None,
+        messages: Sequence[Mapping[str, str]],
+    ) -> None:
+        self.tag = tag
+        self.role = role
+        self.turn = turn
+        self.episode = episode
+        self.messages = messages
+        self.sampling: Sampling | None = None
+        self.body: dict[str, Any] = {}
+        self.seeds: list[Any] = []
+        self.timeouts = 0
 
     def entry(
         self,
@@ -322,8 +408,8 @@ class _Call:
             "episode": None if self.episode is None else self.episode.to_dict(),
             "turn": self.turn,
             "messages": [dict(m) for m in self.messages],
-            "sampling": {k: v for k, v in self.request.items() if k != "response_format"},
-            "structured": "response_format" in self.request,
+            "sampling": {k: v for k, v in self.body.items() if k not in _NOT_SAMPLING},
+            "structured": "response_format" in self.body,
             "seeds": list(self.seeds),
             "raw": raw,
             "finish_reason": finish_reason,
@@ -625,14 +711,19 @@ class LLMClient:
             # one pool of `concurrency` keep-alive connections; the semaphore keeps a free one
             # for every request, so a request never waits for or scans the pool
             connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=0)
+            # no timeout of aiohttp's per request: every attempt's limit is kept by the loop's
+            # _Deadlines (one timer for all of them); the pre-flight's GETs pass their own
             session = aiohttp.ClientSession(
                 connector=connector,
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                timeout=aiohttp.ClientTimeout(),
                 trust_env=False,
             )
             state = _LoopState(
-                session, asyncio.Semaphore(self.concurrency), (aiohttp.ClientError, OSError)
+                session,
+                asyncio.Semaphore(self.concurrency),
+                (aiohttp.ClientError, OSError),
+                _Deadlines(loop, self.timeout_s),
             )
             self._loops[loop] = state
             weakref.finalize(loop, _drop_session, session)  # a loop closed without aclose()
@@ -883,16 +974,21 @@ class LLMClient:
             LLMError: a subclass whose ``category`` names the failure.
         """
         state = self._state()
-        url = f"{self.base_url}/chat/completions"
+        if state.base_url is not self.base_url:  # parsed once per loop and base URL
+            import yarl  # noqa: PLC0415 - aiohttp's URL type (loaded with aiohttp in _state)
+
+            state.base_url = self.base_url
+            state.chat_text = f"{self.base_url}/chat/completions"
+            state.chat_url = yarl.URL(state.chat_text)
+        chat_url, url = state.chat_url, state.chat_text
         if params.get("response_format") is not None and self.structured_supported is False:
             params = {**params, "response_format": None}  # the server refused it: plain JSON
         call = _Call(tag, role, turn, current_episode(), messages)
         if role is not None:
             call.sampling = sampling or self.sampling[role]
         else:
-            body = self._body(messages, params)
-            payload = _encode(body)
-            call.request = {k: v for k, v in body.items() if k not in ("model", "messages")}
+            call.body = self._body(messages, params)
+            payload = _encode(call.body)
         started = time.perf_counter()
         attempts = 0
         latency = 0.0
@@ -901,29 +997,46 @@ class LLMClient:
             if call.sampling is not None:
                 assert role is not None
                 seed = derive_seed(call.episode, role, turn, attempts, call.sampling.seed)
-                body = self._body(messages, {**call.sampling.request_fields(seed), **params})
-                payload = _encode(body)
-                call.request = {k: v for k, v in body.items() if k not in ("model", "messages")}
-            call.seeds.append(call.request.get("seed"))
+                call.body = self._body(messages, {**call.sampling.request_fields(seed), **params})
+                payload = _encode(call.body)
+            call.seeds.append(call.body.get("seed"))
             response: _Reply | None = None
             error: LLMError | None = None
             async with state.semaphore:
                 sent = time.perf_counter()
                 state.in_flight += 1
                 in_flight = state.in_flight
+                task = asyncio.current_task()
+                assert task is not None
+                cancelling = task.cancelling()
+                deadlines = state.deadlines
+                token = deadlines.start(task)
+                expired = False
                 try:
-                    async with state.session.post(url, data=payload) as reply:
-                        response = _Reply(
-                            reply.status, await reply.read(), reply.headers.get("Retry-After")
-                        )
+                    try:
+                        async with state.session.post(chat_url, data=payload) as reply:
+                            response = _Reply(
+                                reply.status, await reply.read(), reply.headers.get("Retry-After")
+                            )
+                    finally:
+                        # past its deadline the task was cancelled for it: undo that one
+                        # cancellation (as asyncio.timeout does); another one still propagates
+                        expired = deadlines.end(token) and task.uncancel() <= cancelling
+                except asyncio.CancelledError:
+                    if not expired:
+                        raise
                 except (asyncio.TimeoutError, TimeoutError):  # aiohttp's derive from these
-                    error = LLMTimeout(f"no answer from {url} within {self.timeout_s:g} s")
-                    call.timeouts += 1
+                    expired = True
                 except state.transport_errors as exc:
-                    error = LLMConnectionError(f"{url}: {type(exc).__name__}: {exc}")
+                    if not expired:
+                        error = LLMConnectionError(f"{url}: {type(exc).__name__}: {exc}")
                 finally:
                     in_flight = max(in_flight, state.in_flight)  # at the start or the end
                     state.in_flight -= 1
+                if expired:
+                    response = None
+                    error = LLMTimeout(f"no answer from {url} within {self.timeout_s:g} s")
+                    call.timeouts += 1
                 latency = time.perf_counter() - sent
             if latency > self.timeout_s / 2 and self.queue_hint is None:
                 self._queue_hint(latency, in_flight)
@@ -958,11 +1071,8 @@ class LLMClient:
                     self._structured_refused(status, text)
                     params = {**params, "response_format": None}
                     if call.sampling is None:
-                        body = self._body(messages, params)
-                        payload = _encode(body)
-                        call.request = {
-                            k: v for k, v in body.items() if k not in ("model", "messages")
-                        }
+                        call.body = self._body(messages, params)
+                        payload = _encode(call.body)
                     attempts -= 1  # the plain-JSON request is a first attempt of its own
                     continue
                 if status != 429 and status < 500:

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ambitab_gym.textutil import find_json_object, strip_thinking
+from ambitab_gym.textutil import find_json_object, json_loads, strip_thinking
 
 __all__ = [
     "ROLE_MARKERS",
@@ -318,7 +318,7 @@ def _unquote(argument: str) -> str:
     if len(argument) >= 2 and argument[0] == argument[-1] and argument[0] in "\"'":
         if argument[0] == '"':
             try:
-                return str(json.loads(argument)).strip()
+                return str(json_loads(argument)).strip()
             except json.JSONDecodeError:
                 pass
         return argument[1:-1].strip()
