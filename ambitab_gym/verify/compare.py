@@ -47,6 +47,7 @@ _MAX_PERMUTED_COLUMNS = 6
 
 #: Cell types :func:`normalize_value` returns unchanged.
 _KEPT = frozenset({type(None), int, str, bytes})
+_NONE = type(None)
 #: Cell types rounded in one pass by :func:`normalize_rows` (a float column, NULLs allowed).
 _FLOATS = frozenset({float, type(None)})
 #: Cell types made floats and rounded in one pass (a PostgreSQL or DuckDB ``numeric`` column).
@@ -132,7 +133,11 @@ def normalize_rows(rows: Sequence[Sequence[Any]], float_decimals: int | None) ->
             columns[index] = _float_column(column, float_decimals)
         elif kinds <= _DECIMALS:
             # normalize_value turns a Decimal into a float first, then rounds it as one
-            floats = tuple(None if v is None else float(v) for v in column)
+            floats = (
+                [None if v is None else float(v) for v in column]
+                if _NONE in kinds
+                else list(map(float, column))
+            )
             columns[index] = _float_column(floats, float_decimals)
         else:
             columns[index] = [normalize_value(v, float_decimals) for v in column]
@@ -190,11 +195,11 @@ class NormalizedReference:
 
     def same(self, rows: list, order: str) -> bool:
         """Whether ``rows`` equal the reference rows under ``order`` (no normalization)."""
+        if order == "set":
+            return set(rows) == (self._set if self._set is not None else self.row_set)
         if order == "ordered":
             return rows == self.rows
-        if order == "multiset":
-            return Counter(rows) == self.row_counter
-        return set(rows) == self.row_set
+        return Counter(rows) == self.row_counter
 
 
 def _same(submitted: list[tuple], reference: list[tuple], order: str) -> bool:
@@ -258,19 +263,21 @@ def results_match(
         )
     order = rules.order
     width = reference.width
-    sub = submitted if isinstance(submitted, list) else list(submitted)
-    if sub and width is not None and set(map(len, sub)) != {width}:
-        return False
+    sub = submitted if type(submitted) is list else list(submitted)
     if order != "set" and len(sub) != len(reference.rows):
         return False  # no permutation changes the number of rows
-    if sub and width is not None and not _changed_by_rounding(sub[0], decimals):
-        # Exact rows first: with plain cell types, equal now means equal after normalization.
-        try:
-            exact = reference.same(sub, order)
-        except TypeError:  # an unhashable cell (a list, a bytearray): normalize first
-            exact = False
-        if exact and set(map(type, chain.from_iterable(sub))) <= _EXACT_SAFE:
-            return True
+    if sub and width is not None:
+        if not _changed_by_rounding(sub[0], decimals):
+            # Exact rows first: with plain cell types, equal now means equal after
+            # normalization (equal rows have the reference's width: checked after this).
+            try:
+                exact = reference.same(sub, order)
+            except TypeError:  # an unhashable cell (a list, a bytearray): normalize first
+                exact = False
+            if exact and set(map(type, chain.from_iterable(sub))) <= _EXACT_SAFE:
+                return True
+        if set(map(len, sub)) != {width}:
+            return False
     sub = normalize_rows(sub, decimals)
     if reference.same(sub, order):
         return True

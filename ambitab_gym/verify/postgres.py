@@ -938,6 +938,8 @@ class PostgresEngine:
         pgconn.pipeline_sync()
         if pending:
             connection._tail = False
+            # (it came long ago: read from the socket at once, without asking poll first)
+            pgconn.consume_input()
             statuses = []
             for _result in range(5):  # the reset, NULL, ROLLBACK, NULL, the sync
                 if is_busy():
