@@ -9,9 +9,13 @@ sending it and stops after ``max_rows + 1`` rows. Rows arrive in chunks of at mo
 chunked-rows mode) that the row guard keeps to a small share of ``Limits.max_result_bytes``
 (a larger row makes the query run again one row at a time), each chunk measured as it arrives,
 so a result over the cap fails before much more than that is in memory. The whole verification
-is one libpq pipeline written at once (one round trip): ``BEGIN``, the query, the reset,
-``ROLLBACK`` and a sync point, each its own extended-protocol statement (the engine's own three
-prepared once per connection).
+is one libpq pipeline written at once (one round trip): ``BEGIN``, the query, a flush request
+(the server sends the query's results at once), the reset, ``ROLLBACK`` and a sync point, each
+its own extended-protocol statement (the engine's own three prepared once per connection). The
+server runs the reset and ``ROLLBACK`` while the client loads and compares the rows; their
+results are read with the connection's next query, before that query's results are used (a
+failed reset leaves the transaction aborted, so nothing of the next pipeline runs), or when the
+pool hands the connection to anything else.
 The client waits for results in ``poll`` (the GIL released) and stops waiting at the time limit
 plus a grace period: the connection of a query stuck in a built-in function that never checks
 for interrupts is dropped. After every query the transaction is rolled back, advisory locks
