@@ -31,12 +31,21 @@ polls). ``--affinity same|split`` pins this process and the workers to one CPU o
 (an experiment; the library pins nothing); ``--nice N`` adds an engine whose worker runs at
 that nice value (likewise).
 
+``--components`` instead splits one query's CPU into its steps, each timed alone (this
+thread's ``thread_time``, median per query, the steps in a new seeded order per query): the
+worker's steps on the worker's own session code (``_DuckDBSession``) run in this process -
+DuckDB's parse, executing the text or a kept parse, a fresh cursor, the watchdog, measuring,
+pickling and unpickling the result, a whole ``run`` on a kept and on a new text - and the
+parent's steps on a live engine (the checks, the request's write, the wait, the reply's read,
+unpickling): where the time above the floor goes.
+
 On a machine where switching between processes is expensive (a VM whose guest pays for every
 address-space switch) ``floor - bare`` is the part of the overhead that only running the query
 in the verifier's own process could remove.
 
     python benchmarks/duckdb_transport.py [--queries 8] [--rounds 40] [--short]
         [--duckdb-baseline old_worker.py] [--affinity same|split] [--nice N]
+    python benchmarks/duckdb_transport.py --components [--queries 8] [--rounds 40]
 
 Last line: ``{"<variant>": {"median_ms", "best_ms", "mean_ms"}, "overhead_ms": {...},
 "cpu_us": {...}, "runqueue_wait_us": {...}, "burst": {...}}``, figures per query.
@@ -51,6 +60,7 @@ import argparse
 import importlib.util
 import json
 import os
+import pickle
 import random
 import select
 import shutil
@@ -65,6 +75,7 @@ import duckdb
 
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify import Verifier
+from ambitab_gym.verify import worker as worker_module
 from ambitab_gym.verify.duckdb import SANDBOX_CONFIG, DuckDBEngine
 
 # The minimal worker: read a length-prefixed SQL text, run it on a fresh cursor (opened in
@@ -437,6 +448,111 @@ def measure(
     return results
 
 
+def components(queries: int, rounds: int) -> dict:
+    """CPU per query (us, median over ``rounds``, averaged over the queries) of each step of
+    the worker's and the parent's side of one query (``--components``)."""
+    corpus = load_corpus("bird_interact")
+    records = corpus.records[:queries]
+    sqls = [record.verification.reference_sql for record in records]
+    source = corpus.database_file(records[0].verification.database, "duckdb")
+    folder = Path(tempfile.mkdtemp())
+    copy = folder / "session.duckdb"
+    shutil.copy(source, copy)
+    config = dict(SANDBOX_CONFIG, memory_limit="512MB", threads=1)
+    session = worker_module._DuckDBSession(duckdb, str(copy), config)
+    connection = session.connection
+    reused = connection.cursor()
+    kept = [connection.extract_statements(sql)[0] for sql in sqls]
+    replies = [session.run(sql, 5.0, 100_000, 2**26) for sql in sqls]
+    session.tidy()
+    payloads = [pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL) for reply in replies]
+    rows = [reply[2] for reply in replies]
+    fresh = iter(range(10**9))
+
+    def whole(sql: str) -> None:
+        session.run(sql, 5.0, 100_000, 2**26)
+        session.tidy()  # after the reply in the worker: its CPU all the same
+
+    def measure_rows(i: int) -> None:
+        worker_module.result_bytes(rows[i])
+        worker_module._plain_rows(rows[i])
+
+    def watchdog(_i: int) -> None:
+        with session.watchdog.job(5.0):
+            pass
+
+    steps = {
+        "worker: execute text + fetchall (bare)": lambda i: reused.execute(sqls[i]).fetchall(),
+        "worker: DuckDB parse (extract_statements)": lambda i: (
+            connection.extract_statements(sqls[i])[0].type
+        ),
+        "worker: execute kept parse + fetchall": lambda i: reused.execute(kept[i]).fetchall(),
+        "worker: fresh cursor open + close": lambda i: connection.cursor().close(),
+        "worker: watchdog arm + disarm": watchdog,
+        "worker: result_bytes + _plain_rows": measure_rows,
+        "worker: pickle the reply": lambda i: pickle.dumps(
+            replies[i], protocol=pickle.HIGHEST_PROTOCOL
+        ),
+        "worker: whole run, kept parse": lambda i: whole(sqls[i]),
+        "worker: whole run, new text": lambda i: whole(f"{sqls[i]}\n-- new {next(fresh)}"),
+        "parent: safe_loads of the reply": lambda i: worker_module.safe_loads(payloads[i]),
+    }
+    engine = DuckDBEngine(source)
+    for sql in sqls:
+        engine.execute(sql)  # warm: worker up, parses kept
+    process = engine._slot._worker  # benchmark only: the parent's steps one by one
+    limits = engine.limits
+    parent = {name: [[] for _ in sqls] for name in ("checks", "send", "wait", "read", "loads")}
+    parent["whole execute"] = [[] for _ in sqls]
+    cpu = {name: [[] for _ in sqls] for name in steps}
+    names = list(steps)
+    shuffle = random.Random(0).shuffle
+    clock = time.thread_time_ns
+    try:
+        for _round in range(rounds):
+            for i, sql in enumerate(sqls):
+                shuffle(names)
+                for name in names:
+                    start = clock()
+                    steps[name](i)
+                    cpu[name][i].append(clock() - start)
+                t0 = clock()
+                engine._settings(limits)
+                worker_module.sql_text_problem(sql)
+                request = ("query", sql, 5.0, limits.max_rows, limits.max_result_bytes, 5.0)
+                t1 = clock()
+                process.send(request)
+                t2 = clock()
+                process._poller.poll(60_000)
+                t3 = clock()
+                data = process._reader.read(2**31)
+                t4 = clock()
+                worker_module.safe_loads(data)
+                t5 = clock()
+                engine.execute(sql)
+                t6 = clock()
+                for name, begin, end in (
+                    ("checks", t0, t1),
+                    ("send", t1, t2),
+                    ("wait", t2, t3),
+                    ("read", t3, t4),
+                    ("loads", t4, t5),
+                    ("whole execute", t5, t6),
+                ):
+                    parent[name][i].append(end - begin)
+    finally:
+        engine.close()
+        session.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def per_query(samples: list) -> float:
+        return round(sum(map(statistics.median, samples)) / len(samples) / 1e3, 1)
+
+    results = {name: per_query(samples) for name, samples in cpu.items()}
+    results |= {f"parent: {name}": per_query(samples) for name, samples in parent.items()}
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=8)
@@ -460,7 +576,18 @@ def main(argv: list[str] | None = None) -> dict:
         help="an older copy of ambitab_gym/verify/worker.py to time beside the current one "
         "(repeatable)",
     )
+    parser.add_argument(
+        "--components",
+        action="store_true",
+        help="split one query's CPU into its steps on both sides instead",
+    )
     args = parser.parse_args(argv)
+    if args.components:
+        steps = components(args.queries, args.rounds)
+        for name, us in steps.items():
+            print(f"{name:45s} {us:9.1f} us CPU per query (median)")
+        print(json.dumps(steps))
+        return steps
     results = measure(
         args.queries,
         args.rounds,
