@@ -12,11 +12,19 @@ hands the connection to anything else. These tests check the claims this rests o
 * a connection whose pending end failed or does not come is dropped, and the query runs on a
   fresh connection (a new backend) with the right answer;
 * every result of a mixed sequence (matches, failures, too many rows, refusals) on one pooled
-  connection equals what a plain psycopg connection returns.
+  connection equals what a plain psycopg connection returns;
+* the Verifier's rows-only call (``PostgresEngine.execute_rows``) returns and fails exactly as
+  ``execute``; the comparison's fast path (exact rows before the width check, ``Decimal``
+  columns with and without NULLs) agrees with the slow path on known answers; verdicts made
+  without re-running their checks equal checked ones.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import decimal
+import math
+import pickle
 import time
 
 import psycopg
@@ -25,9 +33,18 @@ from postgres_cluster import postgres_cluster  # noqa: F401  (the fixture)
 from psycopg import pq
 
 from ambitab_gym.corpora import load_corpus
+from ambitab_gym.records import CompareRules
 from ambitab_gym.verify import Limits, QueryError
 from ambitab_gym.verify import postgres as postgres_module
+from ambitab_gym.verify.compare import (
+    NormalizedReference,
+    normalize_rows,
+    normalize_rows_reference,
+    results_match,
+    results_match_reference,
+)
 from ambitab_gym.verify.postgres import PostgresEngine, database_name, load_corpus_databases
+from ambitab_gym.verify.verifier import Verdict, _checked_verdict
 
 CORPUS = "bird_interact"
 
@@ -257,3 +274,66 @@ def test_execute_rows_are_the_rows_of_execute(engine):
                     rows = result if call == engine.execute_rows else result.rows
                     outcomes.append((repr(rows), [type(v) for row in rows for v in row]))
             assert outcomes[0] == outcomes[1], sql
+
+
+# -- the comparison's fast path (no server) --------------------------------------------------
+
+D = decimal.Decimal
+
+
+def _rules(order="set", decimals=2, column_order=True) -> CompareRules:
+    return CompareRules(order=order, float_decimals=decimals, column_order=column_order)
+
+
+# (submitted, reference, rules, expected), each answer from the rules alone: rows compared
+# exactly before their width is checked, a Decimal column with and without NULLs, the set of a
+# reference made on first use.
+FAST_PATH_KNOWN = {
+    "wider-rows-never-match": ([(1, "a", None)], [(1, "a")], _rules(), False),
+    "narrower-rows-never-match": ([(1,)], [(1, "a")], _rules(column_order=False), False),
+    "ragged-rows": ([(1, "a"), (1,)], [(1, "a")], _rules(), False),
+    "ragged-rows-multiset": ([(1, "a"), (1,)], [(1, "a"), (1, "a")], _rules("multiset"), False),
+    "exact-set-with-duplicates": ([(1, "a"), (1, "a")], [(1, "a")], _rules(), True),
+    "exact-ordered": ([(2, "b"), (1, "a")], [(2, "b"), (1, "a")], _rules("ordered"), True),
+    "exact-ordered-other-order": ([(1, "a"), (2, "b")], [(2, "b"), (1, "a")],
+                                  _rules("ordered"), False),
+    "decimal-column-no-null": ([("x", D("22.566")), ("y", D("1.004"))],
+                               [("y", 1.0), ("x", 22.57)], _rules(), True),
+    "decimal-column-with-null": ([("x", D("22.566")), ("y", None)],
+                                 [("y", None), ("x", 22.57)], _rules(), True),
+    "decimal-column-null-differs": ([("x", D("22.566")), ("y", None)],
+                                    [("y", 0.0), ("x", 22.57)], _rules(), False),
+    "decimal-nan-no-null": ([(D("NaN"),), (D("1.5"),)], [(1.5,), (math.nan,)], _rules(), True),
+    "decimal-permuted": ([(D("1.004"), "a")], [("a", 1.0)], _rules(column_order=False), True),
+    "float-needs-rounding": ([(0.30000000000000004,)], [(0.3,)], _rules(), True),
+    "bool-is-not-exact-safe": ([(True,)], [(1,)], _rules(), True),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(FAST_PATH_KNOWN))
+def test_fast_comparison_known_answers_agree_with_the_slow_path(case):
+    submitted, reference, rule, expected = FAST_PATH_KNOWN[case]
+    assert results_match_reference(submitted, reference, rule) is expected
+    assert results_match(submitted, reference, rule) is expected
+    prepared = NormalizedReference(reference, rule.float_decimals)
+    for _call in range(2):  # the reference's set / multiset made on the first call, then kept
+        assert results_match(submitted, prepared, rule, reference_normalized=True) is expected
+    assert (
+        repr(normalize_rows(submitted, rule.float_decimals))
+        == repr(normalize_rows_reference(submitted, rule.float_decimals))
+        or len({len(row) for row in submitted}) > 1
+    )
+
+
+def test_checked_verdicts_are_verdicts():
+    for success, reason, detail in [
+        (True, "match", ""),
+        (False, "mismatch", "the result (3 rows)"),
+    ]:
+        fast = _checked_verdict(success, reason, detail, 0.25)
+        slow = Verdict(success, reason, detail, 0.25)
+        assert fast == slow and repr(fast) == repr(slow) and hash(fast) == hash(slow)
+        assert type(fast) is Verdict and bool(fast) is success
+        assert pickle.loads(pickle.dumps(fast)) == slow
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            fast.reason = "timeout"  # type: ignore[misc]
