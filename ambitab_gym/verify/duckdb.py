@@ -90,13 +90,18 @@ class DuckDBEngine:
         self._slot = WorkerSlot("duckdb", self.path, "DuckDB")
         self._task_slot = WorkerSlot("duckdb-task", self.path, "DuckDB")
         self._worker_settings: dict[Limits, tuple[tuple, dict, int]] = {}
+        self._last_settings: tuple[Limits | None, tuple] = (None, ())
 
     def _settings(self, limits: Limits) -> tuple[tuple, dict, int]:
+        last, settings = self._last_settings
+        if limits is last:  # the same Limits object as last time: no hashing of its fields
+            return settings
         settings = self._worker_settings.get(limits)
         if settings is None:  # Limits is frozen: a few values per engine, computed once each
             if len(self._worker_settings) >= 16:
                 self._worker_settings.clear()
             settings = self._worker_settings[limits] = _worker_settings(limits)
+        self._last_settings = (limits, settings)
         return settings
 
     @property
