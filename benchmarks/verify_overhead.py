@@ -541,7 +541,10 @@ def _postgres_floor(
     connection (its session settings and prepared statements): ``raw`` (the query alone, one extended-protocol
     message), ``guarded`` (wrapped in the engine's row guard and ``LIMIT``) and ``isolated``
     (the engine's whole pipeline: prepared ``BEGIN READ ONLY``, the guarded query in chunked
-    rows, the prepared reset and ``ROLLBACK``), none of them loading rows into Python; and
+    rows, a flush request, the prepared reset and ``ROLLBACK``; as in the engine, the run ends
+    with the query's results and the rest is read before the next libpq run, untimed, while
+    the engine's own runs read it with their next query, timed), none of them loading rows
+    into Python; and
     ``PostgresEngine.execute`` (statement guard, pool, rows loaded and measured) and
     ``Verifier.verify`` over those engines (``verify``: split into bare, the server-side
     isolation, the engine's client side beyond psycopg's and the Verifier's own work), each
