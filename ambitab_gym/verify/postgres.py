@@ -868,7 +868,11 @@ class PostgresEngine:
         exactly one statement; an error skips the rest of the segment (the transaction stays
         open and failed: :meth:`_reset` then rolls back and resets in a round trip of its own).
         Results are read with the GIL released while waiting (``poll``), up to the time limit
-        plus :func:`_grace_s` from ``started`` (default: now).
+        plus :func:`_grace_s` from ``started`` (default: now). A flush request after the query
+        has the server send its results at once; when it succeeds, the results of the reset,
+        ``ROLLBACK`` and the sync are left to the connection's next query (read, and checked,
+        before its own results: ``_Connection._tail``) or to ``_Connection.settle``.
+        ``names``: decode the column names (:meth:`execute_rows` does without).
 
         Rows arrive in chunks of ``chunk_rows`` (default ``_chunk_rows``; libpq's chunked-rows
         mode) with the server-side guard at ``max_result_bytes // (chunk_rows *
