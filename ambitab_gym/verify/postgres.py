@@ -1032,7 +1032,7 @@ class PostgresEngine:
         transformer.set_pgresult(None, set_loaders=False)  # (the last chunk's memory)
         if failure is None:
             # The reset SELECT and ROLLBACK (each a result and the NULL after it) and the
-            # sync are read before the connection's next query (settle, in _Pool.get).
+            # sync are read with the connection's next query, or by settle in _Pool.get.
             connection._tail = True
         else:
             # The rest of the segment was skipped (its results and the sync are read now).
