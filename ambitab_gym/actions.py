@@ -50,14 +50,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from ambitab_gym.textutil import extract_sql, find_json_object, strip_thinking, unfence
+from ambitab_gym.textutil import extract_sql, find_json_object, json_loads, strip_thinking, unfence
 from ambitab_gym.verify.base import bounded_text
 from ambitab_gym.vocabulary import ReplyRead
-
-try:  # optional (the llm-fast extra): reads JSON several times faster than the standard library
-    import orjson
-except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
 
 __all__ = [
     "MAX_JSON_CHARS",
@@ -193,41 +188,6 @@ def _as_text(action: Any) -> tuple[str, str]:
     return text, f"not text but {type(action).__name__}: read as its str()"
 
 
-# what json.loads(..., parse_int=str, parse_float=str, parse_constant=str) builds on every call,
-# built once (a decoder holds no state between calls)
-_LITERAL_NUMBERS = json.JSONDecoder(parse_int=str, parse_float=str, parse_constant=str)
-
-
-def _without_numbers(value: Any) -> bool:
-    """Whether a decoded JSON value holds no number anywhere (iteratively)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-        elif kind is int or kind is float:
-            return False
-    return True
-
-
-def _literal_numbers(text: str) -> Any:
-    """``_LITERAL_NUMBERS.decode(text)``: orjson's reading when it is installed and the value
-    holds no number (then the two cannot differ: numbers are what keep their literal text, and
-    whatever orjson rejects - ``NaN``, lone surrogates - is read by the standard library)."""
-    if orjson is not None:
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if _without_numbers(value):
-                return value
-    return _LITERAL_NUMBERS.decode(text)
-
-
 def _decode_json(text: str) -> tuple[Any, str]:
     """A JSON object, or None and a note when text that looks like one does not decode.
 
@@ -240,7 +200,7 @@ def _decode_json(text: str) -> tuple[Any, str]:
     if len(stripped) > MAX_JSON_CHARS:
         return None, f"longer than {MAX_JSON_CHARS:,} characters: not decoded as JSON"
     try:
-        value = _literal_numbers(stripped)
+        value = json_loads(stripped, literal_numbers=True)
     except RecursionError:
         return None, "JSON nested too deeply: read as plain text"
     except (ValueError, MemoryError):

@@ -174,31 +174,49 @@ _MAX_EMBEDDED_CHARS = 100_000
 _MAX_EMBEDDED_TRIES = 64
 
 
-def _has_float(value: Any) -> bool:
-    """Whether a decoded JSON value holds a float anywhere (iteratively: no recursion limit)."""
+# what json.loads(..., parse_int=str, parse_float=str, parse_constant=str) builds on every call,
+# built once (a decoder holds no state between calls)
+_LITERAL_NUMBERS = json.JSONDecoder(parse_int=str, parse_float=str, parse_constant=str)
+
+
+def _holds(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether a decoded JSON value holds one of ``kinds`` anywhere (iteratively: no recursion
+    limit)."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if type(item) is dict:
+        kind = type(item)
+        if kind is dict:
             stack.extend(item.values())
-        elif type(item) is list:
+        elif kind is list:
             stack.extend(item)
-        elif type(item) is float:
+        elif kind in kinds:
             return True
     return False
 
 
-def json_loads(text: str) -> Any:
+def json_loads(text: str, *, literal_numbers: bool = False) -> Any:
     """``json.loads(text)``: the same value and the same errors, read by orjson when it is
     installed. orjson's reading is kept only where it cannot differ from the standard
     library's: text orjson rejects (``NaN``, ``1e400``, escaped lone surrogates, integers past
     64 bits that it turns into floats, ...) and any value holding a float are read again by
     ``json.loads``.
 
+    Args:
+        text: the JSON text.
+        literal_numbers: numbers keep their literal text (``parse_int``, ``parse_float`` and
+            ``parse_constant`` are ``str``): a 5,000-digit integer or ``1e400`` is never
+            converted; orjson's reading is then kept only for values holding no number.
+
+    Returns:
+        The decoded value.
+
     >>> json_loads('{"type": "done", "output": null, "n": [1, 2]}')
     {'type': 'done', 'output': None, 'n': [1, 2]}
     >>> json_loads("123456789012345678901234567890"), json_loads("1e400")
     (123456789012345678901234567890, inf)
+    >>> json_loads('{"n": [1, 2.50], "x": "y"}', literal_numbers=True)
+    {'n': ['1', '2.50'], 'x': 'y'}
     """
     if orjson is not None:
         try:
@@ -206,9 +224,9 @@ def json_loads(text: str) -> Any:
         except orjson.JSONDecodeError:
             pass
         else:
-            if not _has_float(value):
+            if not _holds(value, (int, float) if literal_numbers else (float,)):
                 return value
-    return json.loads(text)
+    return _LITERAL_NUMBERS.decode(text) if literal_numbers else json.loads(text)
 
 
 def _loads(text: str) -> Any:

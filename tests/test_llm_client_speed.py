@@ -20,7 +20,6 @@ import time
 
 import pytest
 
-from ambitab_gym.actions import _LITERAL_NUMBERS, _literal_numbers
 from ambitab_gym.evaluation.engine import run_loop
 from ambitab_gym.llm import LLMClient
 from ambitab_gym.llm.client import _Deadlines
@@ -29,6 +28,13 @@ from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
 from ambitab_gym.textutil import json_loads
 
 HELLO = [{"role": "user", "content": "hello"}]
+
+#: what the action reader decoded with before orjson (numbers keep their literal text)
+LITERAL_NUMBERS = json.JSONDecoder(parse_int=str, parse_float=str, parse_constant=str)
+
+
+def _literal_numbers(text: str):
+    return json_loads(text, literal_numbers=True)
 
 
 # -- deadlines -------------------------------------------------------------------------------
@@ -185,7 +191,7 @@ def test_json_loads_reads_edge_cases_as_the_standard_library(text):
 
 @pytest.mark.parametrize("text", EDGE_CASES)
 def test_action_decoder_keeps_number_literals_as_before(text):
-    _same(_outcome(_literal_numbers, text), _outcome(_LITERAL_NUMBERS.decode, text))
+    _same(_outcome(_literal_numbers, text), _outcome(LITERAL_NUMBERS.decode, text))
 
 
 def _random_value(rng: random.Random, depth: int = 0):
@@ -219,4 +225,4 @@ def test_randomized_documents_read_the_same_by_both_decoders():
     for _ in range(2000):
         document = json.dumps(_random_value(rng), ensure_ascii=rng.random() < 0.5)
         _same(_outcome(json_loads, document), _outcome(json.loads, document))
-        _same(_outcome(_literal_numbers, document), _outcome(_LITERAL_NUMBERS.decode, document))
+        _same(_outcome(_literal_numbers, document), _outcome(LITERAL_NUMBERS.decode, document))
