@@ -1,14 +1,15 @@
 """The PostgreSQL engine's deferred pipeline end, on a real server.
 
 A verification's pipeline asks the server to send the query's results at once (a flush
-request) and leaves the rest (the reset, ``ROLLBACK`` and the sync point) to be read with the
-next verification's results on that connection, or by ``_Connection.settle`` when the pool
-hands the connection to anything else. These tests check the claims this rests on:
+request) and leaves the rest (the reset, ``ROLLBACK`` and the sync point) to be read and checked
+before the connection's next query is sent, or by ``_Connection.settle`` when the pool hands
+the connection to anything else. These tests check the claims this rests on:
 
 * no session state of a query (advisory locks, the random seed, ``set_config``) reaches the
   next query, and the server has released it once the connection is settled;
-* a server session whose reset failed (its transaction aborted) refuses the next pipeline:
-  its ``BEGIN`` and query do not run (checked straight through libpq);
+* a server session whose reset failed (its transaction aborted) would refuse a next pipeline:
+  its ``BEGIN`` and query do not run (checked straight through libpq; the engine never sends
+  one there);
 * a connection whose pending end failed or does not come is dropped, and the query runs on a
   fresh connection (a new backend) with the right answer;
 * every result of a mixed sequence (matches, failures, too many rows, refusals) on one pooled
@@ -110,7 +111,7 @@ def test_a_query_leaves_its_end_pending_and_no_state_reaches_the_next(server, en
     (value, work_mem, same_pid) = engine.execute(
         f"SELECT random(), current_setting('work_mem'), pg_backend_pid() = {pid}"
     ).rows[0]
-    assert same_pid  # the same connection, its previous end read with these results
+    assert same_pid  # the same connection, its previous end read before this query
     assert value != seeded
     assert work_mem == default_work_mem
     engine.execute("SELECT pg_advisory_lock(9192)")

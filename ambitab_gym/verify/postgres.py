@@ -13,9 +13,8 @@ is one libpq pipeline written at once (one round trip): ``BEGIN``, the query, a 
 (the server sends the query's results at once), the reset, ``ROLLBACK`` and a sync point, each
 its own extended-protocol statement (the engine's own three prepared once per connection). The
 server runs the reset and ``ROLLBACK`` while the client loads and compares the rows; their
-results are read with the connection's next query, before that query's results are used (a
-failed reset leaves the transaction aborted, so nothing of the next pipeline runs), or when the
-pool hands the connection to anything else.
+results are read and checked before the connection's next query is sent (or when the pool
+hands the connection to anything else): the verdict does not wait for them.
 The client waits for results in ``poll`` (the GIL released) and stops waiting at the time limit
 plus a grace period: the connection of a query stuck in a built-in function that never checks
 for interrupts is dropped. After every query the transaction is rolled back, advisory locks
@@ -870,8 +869,8 @@ class PostgresEngine:
         Results are read with the GIL released while waiting (``poll``), up to the time limit
         plus :func:`_grace_s` from ``started`` (default: now). A flush request after the query
         has the server send its results at once; when it succeeds, the results of the reset,
-        ``ROLLBACK`` and the sync are left to the connection's next query (read, and checked,
-        before its own results: ``_Connection._tail``) or to ``_Connection.settle``.
+        ``ROLLBACK`` and the sync are left to the connection's next query (read and checked
+        before it is sent: ``_Connection._tail``) or to ``_Connection.settle``.
         ``names``: decode the column names (:meth:`execute_rows` does without).
 
         Rows arrive in chunks of ``chunk_rows`` (default ``_chunk_rows``; libpq's chunked-rows
@@ -915,39 +914,14 @@ class PostgresEngine:
         # pipeline arrives at once), else after waiting in _await (no closure, no call per
         # result on the common path).
         is_busy, get_result = pgconn.is_busy, pgconn.get_result
-        # The end of the previous verification's pipeline (its reset, ROLLBACK and sync), not
-        # read yet: read below, before this query's results. The server runs this pipeline
-        # only after it (one session, in order), and a reset that failed leaves the
-        # transaction aborted, so that this BEGIN fails: the query never runs after a reset
-        # that did not happen, and its results are used only once that reset is confirmed.
-        pending = connection._tail
-        if pending and connection._budget_ms != budget_ms:
-            if not connection.settle():  # (new session settings: the end is read first)
-                connection.close()
-                raise psycopg.OperationalError("the previous query's reset did not finish")
-            pending = False
-        pgconn.enter_pipeline_mode()  # (a no-op while the previous end is pending)
-        if connection._budget_ms != budget_ms:
-            self._set_session(connection, budget_ms, stop, limits)
-        pgconn.send_query_prepared(_BEGIN_NAME, None)
-        if left_ms is not None:
-            pgconn.send_query_params(f"SET LOCAL statement_timeout = {left_ms}".encode(), None)
-        pgconn.send_query_params(query, None)
-        # The server sends the query's results at once (a flush request) and then runs the
-        # reset and ROLLBACK while the client loads and compares the rows; their results are
-        # read with the next verification's (above), or by _Connection.settle when the
-        # connection is taken from the pool for anything else.
-        pgconn.send_flush_request()
-        # The reset inside the transaction (neither advisory locks nor the seed are
-        # transactional), then the rollback: one segment. An error skips the rest of the
-        # segment; then _reset repeats both in a round trip of their own.
-        pgconn.send_query_prepared(_RESET_NAME, connection.next_seed_param())
-        pgconn.send_query_prepared(_ROLLBACK_NAME, None)
-        pgconn.pipeline_sync()
-        if pending:
+        if connection._tail:
+            # The end of the previous verification's pipeline (its reset, ROLLBACK and sync),
+            # which the server sent while the client was busy with that query's rows: read and
+            # checked before anything is sent. (Read here rather than after sending: a client
+            # that waits right after sending lets the server process run on its core, which
+            # answers sooner than one woken on the other core.)
             connection._tail = False
-            # (it came long ago: read from the socket at once, without asking poll first)
-            pgconn.consume_input()
+            pgconn.consume_input()  # (it came long ago: read at once, without asking poll)
             statuses = []
             for _result in range(5):  # the reset, NULL, ROLLBACK, NULL, the sync
                 if is_busy():
@@ -957,6 +931,24 @@ class PostgresEngine:
             if not _tail_ok(statuses):
                 connection.close()
                 raise psycopg.OperationalError("the previous query's reset did not finish")
+        pgconn.enter_pipeline_mode()  # (a no-op while still in it after a previous end)
+        if connection._budget_ms != budget_ms:
+            self._set_session(connection, budget_ms, stop, limits)
+        pgconn.send_query_prepared(_BEGIN_NAME, None)
+        if left_ms is not None:
+            pgconn.send_query_params(f"SET LOCAL statement_timeout = {left_ms}".encode(), None)
+        pgconn.send_query_params(query, None)
+        # The server sends the query's results at once (a flush request) and then runs the
+        # reset and ROLLBACK while the client loads and compares the rows; their results are
+        # read before the connection's next query is sent (above), or by _Connection.settle
+        # when the connection is taken from the pool for anything else.
+        pgconn.send_flush_request()
+        # The reset inside the transaction (neither advisory locks nor the seed are
+        # transactional), then the rollback: one segment. An error skips the rest of the
+        # segment; then _reset repeats both in a round trip of their own.
+        pgconn.send_query_prepared(_RESET_NAME, connection.next_seed_param())
+        pgconn.send_query_prepared(_ROLLBACK_NAME, None)
+        pgconn.pipeline_sync()
         failure: psycopg.Error | None = None
         for _statement in range(1 if left_ms is None else 2):  # BEGIN (, SET LOCAL)
             if is_busy():
@@ -1032,7 +1024,7 @@ class PostgresEngine:
         transformer.set_pgresult(None, set_loaders=False)  # (the last chunk's memory)
         if failure is None:
             # The reset SELECT and ROLLBACK (each a result and the NULL after it) and the
-            # sync are read with the connection's next query, or by settle in _Pool.get.
+            # sync are read before the connection's next query is sent, or by settle.
             connection._tail = True
         else:
             # The rest of the segment was skipped (its results and the sync are read now).
