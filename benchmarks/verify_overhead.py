@@ -15,8 +15,10 @@ query would cost.
 
 The ``postgres`` row is measured in ``--rounds`` rounds (default 7) of that alternation, one
 after the other in the same process, each on new connections (new server processes, whose
-placement on the machine's cores moves a round's ratio by as much as 0.2): its ``ratio`` is
-the median of the round ratios (the figure the 1.3 target is judged on), ``ratio_best_round`` the lowest, ``ratio_rounds`` all of
+placement on the machine's cores moves a round's ratio by as much as 0.2), each followed by a
+minimal client of the same isolation on the verifier's connection measured the same way
+(``floor_round_ratio``: the engine's pipeline straight through libpq, no rows loaded): its
+``ratio`` is the median of the round ratios (the figure the 1.3 target is judged on), ``ratio_best_round`` the lowest, ``ratio_rounds`` all of
 them, ``gc_collections``/``gc_ms`` what the garbage collector did meanwhile. The ``postgres``
 row also carries ``floor_*`` figures (:func:`_postgres_floor`): the same
 queries straight through libpq, alone and with the engine's isolation (row guard, read-only
@@ -424,7 +426,28 @@ def _duckdb_write(n: int, repeats: int) -> dict:
         connection.close()
 
 
-def _measure_rounds(records, fresh, repeats: int, rounds: int) -> dict:
+def _measure_pair(records, bare_run, other_run, repeats: int) -> float:
+    """The ratio of ``other_run`` to ``bare_run`` measured as :func:`_measure` does (both
+    alternating per query, per-query medians summed)."""
+    bare_total = other_total = 0.0
+    for record in records:
+        sql = record.verification.reference_sql
+        other_run(record, sql)  # warm
+        bare_run(record, sql)
+        bare, other = [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            bare_run(record, sql)
+            bare.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            other_run(record, sql)
+            other.append(time.perf_counter() - start)
+        bare_total += statistics.median(bare)
+        other_total += statistics.median(other)
+    return round(other_total / bare_total, 2)
+
+
+def _measure_rounds(records, fresh, repeats: int, rounds: int, floor=None) -> dict:
     """:func:`_measure` ``rounds`` times in a row (each round the same measurement: bare and
     verify alternating per query, per-query medians summed), each round on connections of its
     own (``fresh() -> (bare_run, verifier, close)``: new server processes), with the
@@ -436,7 +459,11 @@ def _measure_rounds(records, fresh, repeats: int, rounds: int) -> dict:
     core each server process runs on (the client's or the other one; 1.15-1.36 for the same
     code), and that placement lasts as long as the connections. On the same connections the
     rounds of one run agree and runs differ (1.24 one run, 1.49 the next); with new ones each
-    round draws its placement again and the median of the rounds is the run's figure."""
+    round draws its placement again and the median of the rounds is the run's figure.
+
+    ``floor(verifier) -> (run, done)``: a minimal client on the verifier's own connection (the
+    same server process, so the same placement), measured against bare the same way right
+    after each round (``floor_round_ratio``, ``floor_round_ratios``)."""
     collections = [0, 0.0]  # garbage collections during the rounds, their seconds
 
     def count(phase: str, _info: dict) -> None:
@@ -446,19 +473,31 @@ def _measure_rounds(records, fresh, repeats: int, rounds: int) -> dict:
             collections[0] += 1
             collections[1] += time.perf_counter()
 
-    results = []
+    results, floors = [], []
     gc.callbacks.append(count)
     try:
         for _round in range(rounds):
             bare_run, verifier, close = fresh()
             try:
                 results.append(_measure(records, bare_run, verifier, repeats))
+                if floor is not None:
+                    run, done = floor(verifier)
+                    try:
+                        floors.append(_measure_pair(records, bare_run, run, repeats))
+                    finally:
+                        done()
             finally:
                 close()
     finally:
         gc.callbacks.remove(count)
     ratios = [result["ratio"] for result in results]
     middle = sorted(results, key=lambda result: result["ratio"])[(len(results) - 1) // 2]
+    floor_figures = (
+        {"floor_round_ratio": round(statistics.median(floors), 2), "floor_round_ratios": floors}
+        if floors
+        else {}
+    )
+    middle = middle | floor_figures
     return middle | {
         "rounds": rounds,
         "ratio": round(statistics.median(ratios), 2),
@@ -512,7 +551,9 @@ def _postgres(
 
             return bare, verifier, close
 
-        figures = {"postgres": _measure_rounds(records, fresh, repeats, rounds)}
+        figures = {
+            "postgres": _measure_rounds(records, fresh, repeats, rounds, floor=_minimal_client)
+        }
         figures["postgres"] |= _postgres_floor(
             records, corpus.name, reader, repeats, baseline=baseline
         )
@@ -529,7 +570,10 @@ def _postgres(
             f"{row['ratio_rounds']} (best round {row['ratio_best_round']:.2f}; the 1.3 target "
             f"is judged on the median); the floor no client work lowers (bare + the server-side "
             f"isolation, measured in the floor rounds) is ratio "
-            f"{row['floor_bare_plus_isolation_ratio']:.2f}, the work ratio (client + server "
+            f"{row['floor_bare_plus_isolation_ratio']:.2f}; a minimal client of the same "
+            f"isolation (straight through libpq, no rows loaded) on the verifier's connection, "
+            f"measured the same way after each round: {row['floor_round_ratio']:.2f} (rounds "
+            f"{row['floor_round_ratios']}); the work ratio (client + server "
             f"CPU per query, verify over bare) {row['cpu_ratio']:.2f}; garbage collections "
             f"during the rounds: {row['gc_collections']} ({row['gc_ms']:.2f} ms)",
             file=sys.stderr,
@@ -539,6 +583,65 @@ def _postgres(
         return figures
     finally:
         cluster.stop()
+
+
+def _minimal_client(verifier):
+    """The floor of any client of the engine's isolation, on the verifier's own connection:
+    the engine's pipeline (prepared ``BEGIN READ ONLY``, the guarded query in chunked rows, a
+    flush request, the prepared reset and ``ROLLBACK``; the previous run's end read before the
+    next is sent) straight through libpq, no rows loaded, nothing compared. Returns ``(run,
+    done)``."""
+    from psycopg import pq
+
+    from ambitab_gym.verify import postgres as engine_module
+
+    limits = verifier.limits
+    chunk = engine_module._CHUNK_ROWS
+    tail = engine_module._WRAP_TAIL.format(
+        cap=limits.max_result_bytes // (chunk * engine_module._CHUNK_SHARE),
+        limit=limits.max_rows + 1,
+    )
+    held: dict = {}
+    wrapped: dict = {}
+
+    def run(record, sql):
+        spec = record.verification
+        key = (spec.engine, spec.database)
+        if key not in held:
+            engine = verifier.engine(*key)
+            held[key] = (engine, engine._pool.get(5.0))  # (its one connection, settled)
+        connection = held[key][1]
+        pgconn = connection.pgconn
+        if connection._tail:  # the previous run's end (reset, ROLLBACK, sync)
+            connection._tail = False
+            pgconn.consume_input()
+            for _result in range(5):
+                pgconn.get_result()
+        query = wrapped.get(sql)
+        if query is None:
+            query = wrapped[sql] = (engine_module._WRAP_HEAD + sql + tail).encode()
+        pgconn.enter_pipeline_mode()
+        pgconn.send_query_prepared(engine_module._BEGIN_NAME, None)
+        pgconn.send_query_params(query, None)
+        pgconn.send_flush_request()
+        pgconn.send_query_prepared(engine_module._RESET_NAME, [b"0.25"])
+        pgconn.send_query_prepared(engine_module._ROLLBACK_NAME, None)
+        pgconn.pipeline_sync()
+        pgconn.get_result()  # BEGIN
+        pgconn.get_result()
+        if engine_module._CHUNKED_ROWS:
+            pgconn.set_chunked_rows_mode(chunk)
+        else:
+            pgconn.set_single_row_mode()
+        while (result := pgconn.get_result()) is not None:
+            assert result.status != pq.ExecStatus.FATAL_ERROR, result.get_error_message()
+        connection._tail = True
+
+    def done():
+        for engine, connection in held.values():
+            engine._pool.put(connection)
+
+    return run, done
 
 
 def _schedstat_s(pid: int) -> float | None:
