@@ -478,8 +478,8 @@ def components(queries: int, rounds: int) -> dict:
         worker_module._plain_rows(rows[i])
 
     def watchdog(_i: int) -> None:
-        session.watchdog._arm(5.0)  # as _DuckDBSession.run does
-        session.watchdog._disarm()
+        session.watchdog.arm(5.0)  # as _DuckDBSession.run does
+        session.watchdog.disarm()
 
     steps = {
         "worker: execute text + fetchall (bare)": lambda i: reused.execute(sqls[i]).fetchall(),

@@ -14,18 +14,14 @@ the connection to anything else. These tests check the claims this rests on:
   fresh connection (a new backend) with the right answer;
 * every result of a mixed sequence (matches, failures, too many rows, refusals) on one pooled
   connection equals what a plain psycopg connection returns;
-* the Verifier's rows-only call (``PostgresEngine.execute_rows``) returns and fails exactly as
-  ``execute``; the comparison's fast path (exact rows before the width check, ``Decimal``
-  columns with and without NULLs) agrees with the slow path on known answers; verdicts made
-  without re-running their checks equal checked ones.
+* the comparison's fast path (exact rows before the width check, ``Decimal`` columns with and
+  without NULLs) agrees with the slow path on known answers.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import decimal
 import math
-import pickle
 import time
 
 import psycopg
@@ -45,7 +41,6 @@ from ambitab_gym.verify.compare import (
     results_match_reference,
 )
 from ambitab_gym.verify.postgres import PostgresEngine, database_name, load_corpus_databases
-from ambitab_gym.verify.verifier import Verdict, _checked_verdict
 
 CORPUS = "bird_interact"
 
@@ -246,37 +241,6 @@ def test_results_of_a_mixed_sequence_equal_a_plain_connection(server, engine):
                 assert outcome == plain.execute(sql).fetchall(), sql
 
 
-ROWS_ONLY = [
-    "SELECT 1 AS x, 'a' AS x",
-    "SELECT x, x * 1.5 AS y, x::float8 / 3 AS z FROM generate_series(1, 150) x ORDER BY x DESC",
-    "SELECT ARRAY[1, 2] AS a, '{\"k\": [1]}'::jsonb AS j, NULL::numeric AS n",
-    "SELECT repeat('x', 70000) AS big, 1 AS n",  # (a row over the chunk guard: run again)
-    "SELECT * FROM generate_series(1, 20)",  # too many rows under max_rows=10
-    "SELECT 1 / 0",
-    "DELETE FROM nowhere",
-    "SELECT (1",
-    "SELECT x FROM generate_series(1, 0) x",
-]
-
-
-def test_execute_rows_are_the_rows_of_execute(engine):
-    """The verifier's rows-only call (no column names) returns what execute returns, and
-    fails where it fails, with the same category and message."""
-    limits = Limits(max_rows=10, max_result_bytes=2**20)
-    for _round in range(2):
-        for sql in ROWS_ONLY:
-            outcomes = []
-            for call in (engine.execute, engine.execute_rows):
-                try:
-                    result = call(sql, limits=limits)
-                except QueryError as error:
-                    outcomes.append((error.category, error.message))
-                else:
-                    rows = result if call == engine.execute_rows else result.rows
-                    outcomes.append((repr(rows), [type(v) for row in rows for v in row]))
-            assert outcomes[0] == outcomes[1], sql
-
-
 # -- the comparison's fast path (no server) --------------------------------------------------
 
 D = decimal.Decimal
@@ -324,17 +288,3 @@ def test_fast_comparison_known_answers_agree_with_the_slow_path(case):
         == repr(normalize_rows_reference(submitted, rule.float_decimals))
         or len({len(row) for row in submitted}) > 1
     )
-
-
-def test_checked_verdicts_are_verdicts():
-    for success, reason, detail in [
-        (True, "match", ""),
-        (False, "mismatch", "the result (3 rows)"),
-    ]:
-        fast = _checked_verdict(success, reason, detail, 0.25)
-        slow = Verdict(success, reason, detail, 0.25)
-        assert fast == slow and repr(fast) == repr(slow) and hash(fast) == hash(slow)
-        assert type(fast) is Verdict and bool(fast) is success
-        assert pickle.loads(pickle.dumps(fast)) == slow
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            fast.reason = "timeout"  # type: ignore[misc]

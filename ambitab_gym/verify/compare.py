@@ -196,7 +196,7 @@ class NormalizedReference:
     def same(self, rows: list, order: str) -> bool:
         """Whether ``rows`` equal the reference rows under ``order`` (no normalization)."""
         if order == "set":
-            return set(rows) == (self._set if self._set is not None else self.row_set)
+            return set(rows) == self.row_set
         if order == "ordered":
             return rows == self.rows
         return Counter(rows) == self.row_counter

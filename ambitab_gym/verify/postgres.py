@@ -455,21 +455,21 @@ class _Connection(psycopg.Connection):
     _oids: tuple[int, ...] | None = None
     _flat = False
 
-    def settle(self) -> bool:
-        """Read the end of the last verification's pipeline (``_tail``): whether the reset
-        and ``ROLLBACK`` succeeded and the session is idle again (out of pipeline mode). False
-        (the connection is not to be used again) when they failed or did not arrive within
-        ``_TAIL_WAIT_S``."""
+    def read_tail(self, stop: float) -> bool:
+        """Read the end of the last verification's pipeline (``_tail``: the reset, NULL,
+        ``ROLLBACK``, NULL, the sync), waiting for it until ``stop`` (``time.monotonic``):
+        whether the reset and ``ROLLBACK`` succeeded. False (the connection is not to be used
+        again) when they failed or did not arrive in time."""
         self._tail = False
         pgconn = self.pgconn
         poll = self._poll
         if poll is None:
             poll = self._poll = select.poll()
             poll.register(pgconn.socket, select.POLLIN)
-        stop = time.monotonic() + _TAIL_WAIT_S
         statuses = []
         try:
-            for _result in range(5):  # the reset, NULL, ROLLBACK, NULL, the sync
+            pgconn.consume_input()  # (it usually came long ago: read at once, without poll)
+            for _result in range(5):
                 while pgconn.is_busy():
                     remaining = stop - time.monotonic()
                     if remaining <= 0:
@@ -478,10 +478,21 @@ class _Connection(psycopg.Connection):
                     pgconn.consume_input()
                 res = pgconn.get_result()
                 statuses.append(res.status if res is not None else None)
-            pgconn.exit_pipeline_mode()
         except psycopg.Error:
             return False
-        return _tail_ok(statuses) and pgconn.transaction_status == _IDLE
+        return _tail_ok(statuses)
+
+    def settle(self) -> bool:
+        """Read the end of the last verification's pipeline (:meth:`read_tail`, waiting up to
+        ``_TAIL_WAIT_S``) and leave pipeline mode: whether the session is idle again. False
+        (the connection is not to be used again) when the end failed or did not come."""
+        if not self.read_tail(time.monotonic() + _TAIL_WAIT_S):
+            return False
+        try:
+            self.pgconn.exit_pipeline_mode()
+        except psycopg.Error:
+            return False
+        return self.pgconn.transaction_status == _IDLE
 
     def next_seed(self) -> float:
         """An unpredictable ``setseed`` argument in [-1, 1) (52 random bits)."""
@@ -778,12 +789,6 @@ class PostgresEngine:
         """
         return self._execute(self._pool, sql_text, limits or self.limits)
 
-    def execute_rows(self, sql_text: str, *, limits: Limits | None = None) -> list[tuple]:
-        """The rows :meth:`execute` returns, without the column names (all a comparison needs:
-        the :class:`~ambitab_gym.verify.verifier.Verifier` asks for these); the same sandbox,
-        limits and errors."""
-        return self._execute(self._pool, sql_text, limits or self.limits, names=False).rows
-
     def execute_reference(self, sql_text: str, *, limits: Limits | None = None) -> QueryResult:
         """Run a trusted reference query as the reference role, with the same sandbox.
 
@@ -792,9 +797,7 @@ class PostgresEngine:
         """
         return self._execute(self._reference_pool(), sql_text, limits or self.limits)
 
-    def _execute(
-        self, pool: _Pool, sql_text: str, limits: Limits, *, names: bool = True
-    ) -> QueryResult:
+    def _execute(self, pool: _Pool, sql_text: str, limits: Limits) -> QueryResult:
         if not isinstance(sql_text, str):
             raise QueryError("rejected", "empty SQL")
         checked = self._guarded.get(sql_text)
@@ -819,7 +822,7 @@ class PostgresEngine:
             failure: QueryError | None = None
             broken = False
             try:
-                return self._run(connection, sql_text, limits, names=names)
+                return self._run(connection, sql_text, limits)
             except QueryError as error:
                 failure = error
             except psycopg.Error as error:
@@ -856,7 +859,6 @@ class PostgresEngine:
         *,
         chunk_rows: int | None = None,
         started: float | None = None,
-        names: bool = True,
     ) -> QueryResult:
         """One verification in one round trip: a libpq pipeline of extended-protocol messages.
 
@@ -871,7 +873,6 @@ class PostgresEngine:
         has the server send its results at once; when it succeeds, the results of the reset,
         ``ROLLBACK`` and the sync are left to the connection's next query (read and checked
         before it is sent: ``_Connection._tail``) or to ``_Connection.settle``.
-        ``names``: decode the column names (:meth:`execute_rows` does without).
 
         Rows arrive in chunks of ``chunk_rows`` (default ``_chunk_rows``; libpq's chunked-rows
         mode) with the server-side guard at ``max_result_bytes // (chunk_rows *
@@ -914,23 +915,15 @@ class PostgresEngine:
         # pipeline arrives at once), else after waiting in _await (no closure, no call per
         # result on the common path).
         is_busy, get_result = pgconn.is_busy, pgconn.get_result
-        if connection._tail:
-            # The end of the previous verification's pipeline (its reset, ROLLBACK and sync),
-            # which the server sent while the client was busy with that query's rows: read and
-            # checked before anything is sent. (Read here rather than after sending: a client
-            # that waits right after sending lets the server process run on its core, which
-            # answers sooner than one woken on the other core.)
-            connection._tail = False
-            pgconn.consume_input()  # (it came long ago: read at once, without asking poll)
-            statuses = []
-            for _result in range(5):  # the reset, NULL, ROLLBACK, NULL, the sync
-                if is_busy():
-                    _await(connection, stop, limits)
-                res = get_result()
-                statuses.append(res.status if res is not None else None)
-            if not _tail_ok(statuses):
-                connection.close()
-                raise psycopg.OperationalError("the previous query's reset did not finish")
+        # The end of the previous verification's pipeline (its reset, ROLLBACK and sync),
+        # which the server sent while the client was busy with that query's rows: read and
+        # checked before anything is sent. (Read here rather than after sending: a client that
+        # waits right after sending lets the server process run on its core, which answers
+        # sooner than one woken on the other core.) Failed, or not arrived by this query's
+        # deadline: the connection is dropped and the query runs again on a fresh one.
+        if connection._tail and not connection.read_tail(stop):
+            connection.close()
+            raise psycopg.OperationalError("the previous query's reset did not finish")
         pgconn.enter_pipeline_mode()  # (a no-op while still in it after a previous end)
         if connection._budget_ms != budget_ms:
             self._set_session(connection, budget_ms, stop, limits)
@@ -1013,9 +1006,9 @@ class PostgresEngine:
                     raise QueryError("too_large", f"the result is larger than {_mib(cap)}")
             elif status == _TUPLES:
                 # The end of the rows (in single-row mode, none), with the column names
-                # (decoded in one piece: a name holds no NUL; not for execute_rows).
+                # (decoded in one piece: a name holds no NUL).
                 count = res.nfields
-                if names and count:
+                if count:
                     columns = tuple(
                         b"\0".join(map(res.fname, range(count))).decode(encoding).split("\0")
                     )
@@ -1039,9 +1032,7 @@ class PostgresEngine:
                 del failure
                 if not self._reset(connection):
                     raise QueryError("engine", "the PostgreSQL connection failed, try again")
-                return self._run(
-                    connection, sql_text, limits, chunk_rows=1, started=start, names=names
-                )
+                return self._run(connection, sql_text, limits, chunk_rows=1, started=start)
             raise failure
         if len(rows) > limits.max_rows:
             raise QueryError("too_many_rows", f"result has more than {limits.max_rows} rows")

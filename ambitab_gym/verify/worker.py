@@ -413,7 +413,8 @@ class Watchdog:
         """A context manager that arms the watchdog for ``timeout_s`` seconds."""
         return _Job(self, timeout_s)
 
-    def _arm(self, timeout_s: float) -> None:
+    def arm(self, timeout_s: float) -> None:
+        """Start a job of at most ``timeout_s`` seconds (what :meth:`job` does on entry)."""
         with self._lock:
             self.fired = False
             self._deadline = time.monotonic() + timeout_s
@@ -422,7 +423,8 @@ class Watchdog:
             if self._deadline < self._wake_at:
                 self._cond.notify()
 
-    def _disarm(self) -> None:
+    def disarm(self) -> None:
+        """End the current job (what :meth:`job` does on exit)."""
         with self._lock:
             self._deadline = None  # a sleeping thread finds no job when it wakes
 
@@ -439,11 +441,11 @@ class _Job:
         self._timeout = timeout_s
 
     def __enter__(self) -> _Job:
-        self._dog._arm(self._timeout)
+        self._dog.arm(self._timeout)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._dog._disarm()
+        self._dog.disarm()
 
 
 def _plain(value):
@@ -875,13 +877,13 @@ class _DuckDBSession:
         cursor, self._fresh = self._fresh, None
         try:
             self._cursor = cursor
-            watchdog._arm(timeout_s)
+            watchdog.arm(timeout_s)
             try:
                 cursor.execute(statement)  # parsed once, above: not again from the text
                 columns = tuple(d[0] for d in cursor.description or ())
                 reply = self._fetch(cursor, columns, max_rows, max_bytes)
             finally:
-                watchdog._disarm()
+                watchdog.disarm()
             if watchdog.fired:
                 return _error("timeout", f"query ran longer than {timeout_s:g} s")
             return reply
