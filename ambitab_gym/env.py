@@ -425,7 +425,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self._episode_oracle = episode_oracle
         self._answer_guard = options.get("answer_guard")
         self.trajectory = Trajectory(record.id, record.avt_id, seed=seed)
-        self._context = OracleContext(record)
+        self._context = OracleContext(record, spec=self.corpus.public_spec(record))
         self._dialogue = []
         self._dialogue_text = ""
         self._last_action = None

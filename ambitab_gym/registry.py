@@ -228,6 +228,13 @@ _ENTRIES: tuple[Component, ...] = (
     ),
     Component(
         "asker",
+        "restatement",
+        "ambitab_gym.policies.probes:RestatementAsker",
+        "repeats the request (and mechanical variants of it) until the budget",
+        tags=("probe",),
+    ),
+    Component(
+        "asker",
         "llm:STRATEGY",
         "ambitab_gym.policies.llm:make_llm_asker",
         "an LLM asker behind an OpenAI-compatible server, with a prompt strategy",

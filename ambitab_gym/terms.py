@@ -9,6 +9,10 @@ instruction (:func:`term_problem`).
 * :class:`Span` - a located phrase.
 * :func:`term_pattern`, :func:`find_term`, :func:`term_occurs` - where a term occurs.
 * :func:`is_stop_word`, :func:`term_problem` - whether a phrase can be a term.
+* :class:`Word`, :func:`words`, :func:`lemma` - a text's words compared by lemma (singular and
+  plural, verb forms, case, possessives, hyphenation), the reference oracle's unit of matching.
+* :data:`INSTRUCTION_VERBS` - request verbs ("list", "show") that are function words for a term
+  but content when a question copies the request.
 
 A leaf module: :mod:`ambitab_gym.convert` (which writes terms) and :mod:`ambitab_gym.validate`
 (which checks them) both import it, so neither needs the other for these rules. (Moved from
@@ -19,18 +23,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+
+import simplemma
 
 __all__ = [
     "INSTRUCTIONS",
     "SQL_KEYWORDS",
     "STOP_WORDS",
     "TOKEN",
+    "INSTRUCTION_VERBS",
     "Span",
+    "Word",
     "find_term",
     "is_stop_word",
+    "lemma",
     "term_occurs",
     "term_pattern",
     "term_problem",
+    "words",
 ]
 
 #: Function words: determiners, pronouns, prepositions, conjunctions, auxiliaries, question words,
@@ -55,6 +66,28 @@ STOP_WORDS: frozenset[str] = frozenset(
     if whether
     """,
     )
+)
+
+#: Request verbs and politeness words among :data:`STOP_WORDS`: never a term on their own, but a
+#: question that copies them with a term copies the request.
+INSTRUCTION_VERBS: frozenset[str] = frozenset(
+    [
+        "show",
+        "list",
+        "give",
+        "display",
+        "find",
+        "tell",
+        "return",
+        "provide",
+        "get",
+        "fetch",
+        "retrieve",
+        "output",
+        "print",
+        "please",
+        "kindly",
+    ]
 )
 
 #: SQL keywords and functions that are not also plain English nouns or adjectives (``order``,
@@ -186,3 +219,51 @@ def term_problem(term: str) -> str | None:
     if _SQL_SIGNS.search(term):
         return "sql_fragment"
     return None
+
+
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word of a text: ``text[start:end]`` with its lemma.
+
+    Example:
+        >>> Word("customer", 4, 13)
+        Word(lemma='customer', start=4, end=13)
+    """
+
+    lemma: str
+    start: int
+    end: int
+
+
+@lru_cache(maxsize=65536)
+def lemma(word: str) -> str:
+    """A word's English lemma, lower-cased, without a possessive ("'s").
+
+    simplemma's English dictionary; a word it does not know (a column name, a number, a
+    non-English word) is its own lemma.
+
+    >>> [lemma(w) for w in ["Locations", "customer's", "offered", "Ran", "biggest", "北京"]]
+    ['location', 'customer', 'offer', 'run', 'big', '北京']
+    """
+    folded = _POSSESSIVE.sub("", word.lower().replace("\u2019", "'"))
+    if not folded.isascii():
+        return folded
+    return simplemma.lemmatize(folded, lang="en").lower()
+
+
+@lru_cache(maxsize=65536)
+def words(text: str) -> tuple[Word, ...]:
+    """The words of a text with their lemmas: letters and digits, split at hyphens, underscores,
+    dots, slashes and spaces alike (so "long-haul", "long haul" and "long_haul" are the same two
+    words).
+
+    >>> [w.lemma for w in words("The long-haul routes' arrival_date values?")]
+    ['the', 'long', 'haul', 'route', 'arrival', 'date', 'value']
+    >>> words("Top earners")[1]
+    Word(lemma='earner', start=4, end=11)
+    """
+    return tuple(Word(lemma(m.group(0)), m.start(), m.end()) for m in _WORD.finditer(text))

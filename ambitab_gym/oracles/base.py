@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from ambitab_gym.records import TaskRecord
+from ambitab_gym.records import PublicSpec, TaskRecord
 
 __all__ = ["REFUSAL", "Matcher", "Oracle", "OracleContext", "OracleTurn", "Responder", "Route"]
 
@@ -87,6 +87,8 @@ class OracleContext:
 
     Attributes:
         record: the hidden record (interpretation, ambiguities, reference SQL).
+        spec: the public spec as the agent sees it (with the schema read from the database);
+            None: the record's own spec.
         turns: the earlier exchanges of this episode, with their credits.
         route: the route of the question being answered, left by an LLM matcher for the env to
             record (see :meth:`take_route`); None for oracles that do not route.
@@ -103,6 +105,7 @@ class OracleContext:
     record: TaskRecord
     turns: list[OracleTurn] = field(default_factory=list)
     route: Route | None = None
+    spec: PublicSpec | None = None
 
     def take_route(self) -> Route | None:
         """The route left for the current question (and forget it).

@@ -3,7 +3,7 @@
 * :func:`score_route` - the registered ambiguity a recorded routing action maps to (the credit
   of one question): an exact ``labeled(term)`` first; otherwise the annotated terms and aliases
   found in the route's label, the question, the routing rationale and the response.
-* :func:`route_names` - the ``(ambiguity id, name pattern)`` pairs the scorer searches.
+* :func:`route_names` - the names the scorer searches (:mod:`ambitab_gym.oracles.mentions`).
 
 The same function gives the credits online (:class:`~ambitab_gym.oracles.llm.LLMOracle` and
 :class:`~ambitab_gym.oracles.llm.LLMMatcher`) and offline
@@ -30,21 +30,16 @@ Choices where the paper is silent (docs/leakage.md, "Scoring"):
 
 from __future__ import annotations
 
-import re
-import threading
-
 from ambitab_gym.oracles.base import REFUSAL, Route
-from ambitab_gym.oracles.deterministic import best_mention, name_pattern
+from ambitab_gym.oracles.deterministic import record_names
+from ambitab_gym.oracles.mentions import NameIndex, best, name_index, named_in
 from ambitab_gym.records import TaskRecord
 
 __all__ = ["route_names", "score_route"]
 
-_CACHE: dict[tuple, tuple[tuple[str, re.Pattern[str]], ...]] = {}
-_LOCK = threading.Lock()
 
-
-def route_names(record: TaskRecord) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """``(ambiguity id, pattern)`` for every registered term and alias of a record.
+def route_names(record: TaskRecord) -> NameIndex:
+    """The compiled names (terms and aliases) of every registered ambiguity of a record.
 
     >>> from ambitab_gym.records import parse_record
     >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
@@ -52,21 +47,10 @@ def route_names(record: TaskRecord) -> tuple[tuple[str, re.Pattern[str]], ...]:
     ...     "ambiguities": [{"id": "top", "term": "top earners", "aliases": ["best paid"],
     ...                      "resolution": "three best paid"}],
     ...     "verification": {"database": "hr", "reference_sql": "SELECT 1"}})
-    >>> [(i, p.pattern) for i, p in route_names(record)][0][0]
-    'top'
+    >>> [name.ambiguity_id for name in route_names(record).names]
+    ['top', 'top']
     """
-    key = tuple((a.id, a.names) for a in record.ambiguities)
-    with _LOCK:
-        found = _CACHE.get(key)
-    if found is None:
-        found = tuple(
-            (a.id, name_pattern(n)) for a in record.ambiguities for n in a.names if n.strip()
-        )
-        with _LOCK:
-            if len(_CACHE) > 4096:
-                _CACHE.clear()
-            _CACHE[key] = found
-    return found
+    return name_index(record_names(record))
 
 
 def _exact_label(argument: str, record: TaskRecord) -> str | None:
@@ -108,13 +92,13 @@ def score_route(
         exact = _exact_label(route.argument, record)
         if exact is not None:
             return frozenset({exact})
-    entries = route_names(record)
+    index = route_names(record)
     sources = [route.argument if route.kind == "labeled" else "", question, route.rationale]
     if response and response.strip() != REFUSAL:
         sources.append(response)
     for text in sources:
         if text:
-            found = best_mention(str(text), entries)
+            found = best(named_in(str(text), index))
             if found is not None:
                 return frozenset({found})
     return frozenset()

@@ -5,6 +5,10 @@
   public view. Under :class:`~ambitab_gym.wrappers.SpecificationRandomization` it names the
   *replacement* database's schema, so any credit it earns on the true task is undeserved: the
   probe behind dRec_spec^Q for matchers that credit schema words.
+* :class:`RestatementAsker` - repeats the public request, as it stands and in mechanical
+  variants ("So you want to ...?"), until the budget is spent. A question that only restates the
+  request asks about nothing, so under the reference oracle its recall must be about 0: the
+  check that a matcher credits questions, not the request's words.
 * :class:`DialogueSQLSolver` - copies the last SQL that appears in the visible answers (a fenced
   block, else text from ``SELECT``/``WITH`` to the end of the answer); without one it falls back
   to the :class:`~ambitab_gym.policies.interpretation.InterpretationSolver` (``fallback=
@@ -18,8 +22,9 @@ under the reference oracle succeeds only on default readings, so dJ_full shows t
 
 Both are agent-side policies: they read only the public view (the spec and the visible
 dialogue), like every asker and solver in :mod:`ambitab_gym.policies`. They are registered by
-name (``schema-probe``, ``dialogue-sql``, ``dialogue-sql-blind``) in :mod:`ambitab_gym.registry`.
-(Moved from ``ambitab_gym.diagnostics.probes``, which still re-exports them for one release.)
+name (``schema-probe``, ``restatement``, ``dialogue-sql``, ``dialogue-sql-blind``) in
+:mod:`ambitab_gym.registry`. ``schema-probe`` is also the shotgun check: one question naming
+every table and column must not earn credit from a reference matcher whose aliases name columns.
 """
 
 from __future__ import annotations
@@ -34,7 +39,19 @@ from ambitab_gym.records import TaskRecord
 from ambitab_gym.textutil import extract_sql, schema_identifiers
 from ambitab_gym.trajectory import PublicView
 
-__all__ = ["DialogueSQLSolver", "SchemaProbeAsker", "find_sql"]
+__all__ = ["RESTATEMENTS", "DialogueSQLSolver", "RestatementAsker", "SchemaProbeAsker", "find_sql"]
+
+#: The mechanical restatements :class:`RestatementAsker` cycles through; ``{request}`` is the
+#: request as written, ``{clause}`` the request without its final punctuation and with a
+#: lower-case first letter.
+RESTATEMENTS: tuple[str, ...] = (
+    "{request}",
+    "{clause}?",
+    "So you want to {clause}?",
+    "Just to confirm: {clause}?",
+    "Do you mean: {clause}?",
+    "Could you clarify what exactly you mean by {clause}?",
+)
 
 
 def find_sql(text: str) -> str | None:
@@ -98,6 +115,41 @@ class SchemaProbeAsker:
         shift = turn % len(names)
         rotated = names[shift:] + names[:shift]
         return f"Which of these do you mean: {', '.join(rotated)}?"
+
+    async def aact(self, view: PublicView) -> str:
+        return self.act(view)
+
+
+class RestatementAsker:
+    """Asks the request back, in the variants of :data:`RESTATEMENTS`, until the budget is spent.
+
+    Example:
+        >>> from ambitab_gym.records import PublicSpec
+        >>> spec = PublicSpec(request="List the top earners.", database="hr")
+        >>> asker = RestatementAsker()
+        >>> asker.reset(seed=0)
+        >>> [asker.act(PublicView(spec, questions_left=n)) for n in (3, 2, 1, 0)]
+        ['List the top earners.', 'list the top earners?', 'So you want to list the top earners?', '<STOP>']
+    """
+
+    privileged = False
+    name = "restatement"
+
+    def __init__(self) -> None:
+        self._turn = 0
+
+    def reset(self, *, seed: int | None = None, record: TaskRecord | None = None) -> None:
+        self._turn = 0
+
+    def act(self, view: PublicView) -> str:
+        if view.questions_left <= 0:
+            return STOP
+        request = " ".join(view.spec.request.split())
+        clause = request.rstrip(" .?!")
+        clause = clause[:1].lower() + clause[1:]
+        template = RESTATEMENTS[self._turn % len(RESTATEMENTS)]
+        self._turn += 1
+        return template.format(request=request, clause=clause)
 
     async def aact(self, view: PublicView) -> str:
         return self.act(view)

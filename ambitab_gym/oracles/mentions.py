@@ -1,0 +1,258 @@
+"""Where a text names a registered ambiguity: the rule of the deterministic oracles.
+
+A *name* is an ambiguity's term or one of its aliases. Names and texts are compared word by word
+by lemma (:func:`ambitab_gym.terms.words`): "location" names "locations", "long haul" names
+"long-haul", case and possessives do not matter. A name with non-Latin letters (TACO's Chinese
+place names) is found as a whole-word pattern instead, as written.
+
+A question *asks about* an ambiguity when it names it and is not a restatement:
+
+* a mention inside a run of words copied from the request, where that run also holds a content
+  word outside the name, is the request restated ("List the top earners by region?"), not a
+  question about "top earners";
+* a question that repeats more than :data:`MAX_REQUEST_WORDS` other content words of the request
+  restates it, whatever it says around them;
+* a question that names more than :data:`MAX_SCHEMA_NAMES` tables and columns of the schema is a
+  list, not a question about one ambiguity: it names nothing.
+
+Among the ambiguities a text names, a mention inside quotes ranks first, then the earliest,
+then the longest; a tie names nothing (paper Table 6).
+
+* :class:`Mention` - one ambiguity named in a text, with its ranking key.
+* :class:`NameIndex` - the names of a record's ambiguities, compiled once (:func:`name_index`).
+* :func:`asked_about` - the ambiguities a question asks about, best first (the matchers).
+* :func:`named_in` - the ambiguities a text names, best first, with no restatement rule (the
+  C.3 route scorer, which reads labels, rationales and responses as well as questions).
+* :func:`best` - the first ambiguity of a ranking, None for an empty ranking or a tie.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ambitab_gym.terms import INSTRUCTION_VERBS, STOP_WORDS, Word, lemma, words
+
+__all__ = [
+    "MAX_REQUEST_WORDS",
+    "MAX_SCHEMA_NAMES",
+    "Mention",
+    "NameIndex",
+    "asked_about",
+    "best",
+    "name_index",
+    "named_in",
+]
+
+#: A question that repeats more than this many content words of the request (outside the name
+#: it mentions) restates the request.
+MAX_REQUEST_WORDS = 2
+
+#: A question that names more than this many tables and columns of the schema is a list.
+MAX_SCHEMA_NAMES = 4
+
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|`([^`]+)`|(?<!\w)'([^']+)'(?!\w)")
+_FUNCTION_LEMMAS = frozenset(lemma(w) for w in STOP_WORDS - INSTRUCTION_VERBS) | (
+    STOP_WORDS - INSTRUCTION_VERBS
+)
+
+
+def _content(word_lemma: str) -> bool:
+    return word_lemma not in _FUNCTION_LEMMAS
+
+
+@dataclass(frozen=True)
+class Mention:
+    """An ambiguity named in a text.
+
+    Attributes:
+        ambiguity_id: the ambiguity named.
+        key: ``(0 inside quotes else 1, start, -length)`` in characters: smaller ranks first.
+    """
+
+    ambiguity_id: str
+    key: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class _Name:
+    ambiguity_id: str
+    lemmas: tuple[str, ...]
+    pattern: re.Pattern[str] | None
+
+
+@dataclass(frozen=True)
+class NameIndex:
+    """The names of one record's ambiguities, with the request and schema they are read against.
+
+    Build it with :func:`name_index`.
+    """
+
+    names: tuple[_Name, ...]
+    request: tuple[str, ...]
+    schema: tuple[tuple[str, ...], ...]
+
+
+def _compile(ambiguity_id: str, name: str) -> _Name | None:
+    if not name.strip():
+        return None
+    if any(c.isalpha() and ord(c) > 0x24F for c in name):  # beyond Latin: as written
+        pattern = re.compile(
+            r"(?<!\w)" + r"\s+".join(re.escape(w) for w in name.split()) + r"(?!\w)",
+            re.IGNORECASE,
+        )
+        return _Name(ambiguity_id, (), pattern)
+    lemmas = tuple(w.lemma for w in words(name))
+    if not lemmas or not any(_content(x) for x in lemmas):
+        return None  # a name of function words alone would name every question
+    return _Name(ambiguity_id, lemmas, None)
+
+
+def _identifier_lemmas(identifier: str) -> tuple[str, ...]:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", identifier)
+    return tuple(w.lemma for w in words(spaced))
+
+
+@lru_cache(maxsize=4096)
+def name_index(
+    names: tuple[tuple[str, tuple[str, ...]], ...],
+    request: str = "",
+    schema_identifiers: tuple[str, ...] = (),
+) -> NameIndex:
+    """Compile the names of a record's ambiguities.
+
+    Args:
+        names: ``(ambiguity id, (term, alias, ...))`` in annotation order.
+        request: the public request (for the restatement rule; empty: no such rule).
+        schema_identifiers: the tables and columns of the public schema (for the list rule).
+
+    Example:
+        >>> index = name_index((("top", ("top earners",)),), "List the top earners.")
+        >>> index.names[0].lemmas, index.request
+        (('top', 'earner'), ('list', 'the', 'top', 'earner'))
+    """
+    compiled = tuple(
+        n for ambiguity_id, group in names for name in group if (n := _compile(ambiguity_id, name))
+    )
+    schema = tuple(
+        dict.fromkeys(
+            lemmas for ident in schema_identifiers if (lemmas := _identifier_lemmas(ident))
+        )
+    )
+    return NameIndex(compiled, tuple(w.lemma for w in words(request)), schema)
+
+
+def _occurrences(lemmas: Sequence[str], part: tuple[str, ...]) -> Iterable[int]:
+    n = len(part)
+    first = part[0]
+    for i in range(len(lemmas) - n + 1):
+        if lemmas[i] == first and tuple(lemmas[i : i + n]) == part:
+            yield i
+
+
+def _spans(text: str, tokens: tuple[Word, ...], name: _Name) -> Iterable[tuple[int, int, int, int]]:
+    """``(first word, end word, start char, end char)`` of each occurrence of a name."""
+    if name.pattern is not None:
+        for found in name.pattern.finditer(text):
+            start, end = found.span()
+            inside = [i for i, w in enumerate(tokens) if w.start < end and start < w.end]
+            if inside:
+                yield inside[0], inside[-1] + 1, start, end
+        return
+    lemmas = [w.lemma for w in tokens]
+    for i in _occurrences(lemmas, name.lemmas):
+        j = i + len(name.lemmas)
+        yield i, j, tokens[i].start, tokens[j - 1].end
+
+
+def _copied_context(question: Sequence[str], a: int, b: int, request: Sequence[str]) -> bool:
+    """Whether ``question[a:b]`` lies in a run copied from the request that holds a content word
+    outside ``[a, b)``."""
+    part = tuple(question[a:b])
+    for j in _occurrences(request, part):
+        i, k = a - 1, j - 1
+        while i >= 0 and k >= 0 and question[i] == request[k]:
+            if _content(question[i]):
+                return True
+            i, k = i - 1, k - 1
+        i, k = b, j + (b - a)
+        while i < len(question) and k < len(request) and question[i] == request[k]:
+            if _content(question[i]):
+                return True
+            i, k = i + 1, k + 1
+    return False
+
+
+def _rank(found: dict[str, tuple[int, int, int]]) -> tuple[Mention, ...]:
+    return tuple(Mention(i, key) for i, key in sorted(found.items(), key=lambda item: item[1]))
+
+
+def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
+    tokens = words(text)
+    if not tokens or not index.names:
+        return ()
+    lemmas = [w.lemma for w in tokens]
+    if asked and index.schema:
+        named = sum(1 for ident in index.schema if any(_occurrences(lemmas, ident)))
+        if named > MAX_SCHEMA_NAMES:
+            return ()
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    request_words = {x for x in index.request if _content(x)}
+    best_keys: dict[str, tuple[int, int, int]] = {}
+    for name in index.names:
+        for a, b, start, end in _spans(text, tokens, name):
+            if asked and index.request:
+                if _copied_context(lemmas, a, b, index.request):
+                    continue
+                repeated = {x for x in lemmas[:a] + lemmas[b:] if x in request_words}
+                if len(repeated - set(lemmas[a:b])) > MAX_REQUEST_WORDS:
+                    continue
+            in_quotes = any(qs <= start and end <= qe for qs, qe in quoted)
+            key = (0 if in_quotes else 1, start, start - end)
+            if name.ambiguity_id not in best_keys or key < best_keys[name.ambiguity_id]:
+                best_keys[name.ambiguity_id] = key
+    return _rank(best_keys)
+
+
+def asked_about(question: str, index: NameIndex) -> tuple[Mention, ...]:
+    """The ambiguities a question asks about, best first (see the module docs).
+
+    Example:
+        >>> index = name_index((("top", ("top earners", "best paid")),),
+        ...                    "List the top earners by region.")
+        >>> [m.ambiguity_id for m in asked_about("Who counts as a top earner?", index)]
+        ['top']
+        >>> asked_about("List the top earners by region?", index)
+        ()
+        >>> [m.ambiguity_id for m in asked_about("The best paid by region?", index)]
+        ['top']
+    """
+    return _scan(question, index, asked=True)
+
+
+def named_in(text: str, index: NameIndex) -> tuple[Mention, ...]:
+    """The ambiguities a text names, best first: the ranking alone, no restatement rule.
+
+    >>> index = name_index((("top", ("top earners",)), ("reg", ("region",))))
+    >>> [m.ambiguity_id for m in named_in("Which region? And the 'top earners'?", index)]
+    ['top', 'reg']
+    """
+    return _scan(text, index, asked=False)
+
+
+def best(ranking: Sequence[Mention], resolved: frozenset[str] = frozenset()) -> str | None:
+    """The first ambiguity of a ranking; ids in ``resolved`` rank after every other id; None
+    when the ranking is empty or its first two keys tie.
+
+    >>> ranking = (Mention("a", (1, 0, -3)), Mention("b", (1, 5, -3)))
+    >>> best(ranking), best(ranking, frozenset({"a"})), best(ranking[:1] * 2) is None
+    ('a', 'b', True)
+    """
+    if not ranking:
+        return None
+    keyed = sorted(((m.ambiguity_id in resolved, m.key), m.ambiguity_id) for m in ranking)
+    if len(keyed) > 1 and keyed[0][0] == keyed[1][0]:
+        return None  # a tie: refuse rather than guess
+    return keyed[0][1]
