@@ -189,16 +189,22 @@ def scope_aliases(noun: str, plural: str | None = None) -> list[str]:
 
 
 def attachment_aliases(modifier: str, nouns: Iterable[str]) -> list[str]:
-    """The phrases of an attachment ambiguity: the modifier and each noun it may attach to.
+    """The phrases of an attachment ambiguity: the modifier (whole and its content words) and
+    the two attachments ("both X and Y", "only the Y"). A bare noun is not one: a question about
+    the hotels alone asks nothing about what "with a pool" attaches to.
 
     >>> attachment_aliases("with a pool", ["hotels", "restaurants"])
-    ['with a pool', 'pool', 'hotels', 'restaurants', 'both', 'only the restaurants']
+    ['with a pool', 'pool', 'both hotels and restaurants', 'only the restaurants']
+    >>> attachment_aliases("working in the cardiology ward", ["doctors", "nurses"])[:4]
+    ['working in the cardiology ward', 'working cardiology ward', 'cardiology', 'ward']
     """
     nouns = [n for n in nouns if n.strip()]
-    content = [w for w in modifier.split() if w.lower() not in STOP_WORDS]
-    out = [modifier, " ".join(content), *nouns, "both"]
+    content = [w.strip(".,;:!?") for w in modifier.split() if w.lower() not in STOP_WORDS]
+    # each content word of the modifier but verb forms ("working"): "cardiology", "$60,000"
+    single = [w for w in content if not re.search(r"(?:ing|ed)$", w.lower())]
+    out = [modifier, " ".join(content), *(single if len(content) > 1 else [])]
     if nouns:
-        out.append(f"only the {nouns[-1]}")
+        out += [f"both {' and '.join(nouns)}", f"only the {nouns[-1]}"]
     return list(dict.fromkeys(x for x in out if x.strip()))
 
 
@@ -212,21 +218,24 @@ def alias_problem(alias: str, *, term: str = "", others: Iterable[str] = ()) -> 
     ``"empty"``; ``"stop_word"`` (only function words, which every question contains);
     ``"generic"`` (only :data:`GENERIC_NAMES` and function words); ``"other_ambiguity"`` (it
     names, or is named by, a name of another ambiguity of the same task, given in ``others``).
-    ``"both"`` and ``"in common"`` are kept: scope and attachment cues.
+    ``"in common"`` is kept: a scope cue.
 
     >>> alias_problem("years old"), alias_problem("the"), alias_problem("name")
     (None, 'stop_word', 'generic')
+    >>> alias_problem("given name") is None  # "given" as written is no function word
+    True
     >>> alias_problem("region", others=["sales region"]), alias_problem("both")
-    ('other_ambiguity', None)
+    ('other_ambiguity', 'stop_word')
     """
     lemmas = _lemmas(alias)
     if not lemmas:
         return "empty"
-    if alias.strip().lower() in ("both", "in common"):
+    if alias.strip().lower() == "in common":
         return None
-    if all(x in STOP_WORDS for x in lemmas):
+    written = [m.lower() for m in re.findall(r"[^\W_]+(?:'[^\W_]+)*", alias)]
+    if all(x in STOP_WORDS for x in written):  # as written: "given" is no function word
         return "stop_word"
-    if all(x in GENERIC_NAMES or x in STOP_WORDS for x in lemmas):
+    if all(x in GENERIC_NAMES or y in STOP_WORDS for x, y in zip(lemmas, written, strict=False)):
         return "generic"
     for other in others:
         theirs = _lemmas(other)

@@ -221,7 +221,7 @@ def term_problem(term: str) -> str | None:
     return None
 
 
-_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+_WORD = re.compile(r"\d+(?:[.,:/]\d+)+|[^\W_]+(?:['\u2019][^\W_]+)*")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
 
 
@@ -259,10 +259,12 @@ def lemma(word: str) -> str:
 def words(text: str) -> tuple[Word, ...]:
     """The words of a text with their lemmas: letters and digits, split at hyphens, underscores,
     dots, slashes and spaces alike (so "long-haul", "long haul" and "long_haul" are the same two
-    words).
+    words); a number keeps its inner separators ("60,000", "10.11.2018").
 
     >>> [w.lemma for w in words("The long-haul routes' arrival_date values?")]
     ['the', 'long', 'haul', 'route', 'arrival', 'date', 'value']
+    >>> [w.lemma for w in words("A salary of $60,000 on 10.11.2018")][-3:]
+    ['60,000', 'on', '10.11.2018']
     >>> words("Top earners")[1]
     Word(lemma='earner', start=4, end=11)
     """

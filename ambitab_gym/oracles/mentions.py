@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ambitab_gym.aliases import GENERIC_NAMES
 from ambitab_gym.terms import INSTRUCTION_VERBS, STOP_WORDS, Word, lemma, words
 
 __all__ = [
@@ -52,6 +53,101 @@ MAX_REQUEST_WORDS = 2
 
 #: A question that names more than this many tables and columns of the schema is a list.
 MAX_SCHEMA_NAMES = 4
+
+#: A copied run or repeated words covering this share of the request's other content words
+#: restate it.
+_COVERAGE = 0.6
+
+#: Words of a question that ask for something (a clarification cue), even when the request has
+#: none of them.
+_CUES = frozenset(
+    [
+        "who",
+        "whom",
+        "whose",
+        "where",
+        "when",
+        "why",
+        "mean",
+        "meaning",
+        "clarify",
+        "define",
+        "definition",
+        "count",
+        "exactly",
+        "specify",
+        "specific",
+        "refer",
+        "which",
+        "what",
+        "how",
+        "whether",
+        "or",
+        "either",
+        "criterion",
+        "threshold",
+        "cutoff",
+        "kind",
+        "sort",
+        "include",
+        "exclude",
+        "consider",
+        "qualify",
+        "measure",
+        "use",
+        "instead",
+        "should",
+        "also",
+        "only",
+        "both",
+        "too",
+        "any",
+        "each",
+        "every",
+        "all",
+        "per",
+        "together",
+        "separately",
+    ]
+)
+
+#: Words that frame a restatement without asking anything ("So you want ...?").
+_FRAME = frozenset(
+    [
+        "want",
+        "need",
+        "like",
+        "would",
+        "so",
+        "then",
+        "just",
+        "confirm",
+        "right",
+        "correct",
+        "ok",
+        "okay",
+        "yes",
+        "sure",
+        "look",
+        "looking",
+        "ask",
+        "asking",
+        "interested",
+        "get",
+        "number",
+        "list",
+        "result",
+        "thing",
+    ]
+)
+
+#: The opening of a question that reads the request back for confirmation.
+_CONFIRMATION = re.compile(
+    r"\W*(?:so\b|ok(?:ay)?\b|(?:just )?to confirm\b|let me confirm\b|just confirming\b|"
+    r"you(?:'d| would)? (?:want|need|like)\b|you(?:'re| are) (?:asking|looking)\b|"
+    r"in other words\b|i understand\b)",
+    re.IGNORECASE,
+)
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|`([^`]+)`|(?<!\w)'([^']+)'(?!\w)")
 _FUNCTION_LEMMAS = frozenset(lemma(w) for w in STOP_WORDS - INSTRUCTION_VERBS) | (
@@ -81,6 +177,7 @@ class _Name:
     ambiguity_id: str
     lemmas: tuple[str, ...]
     pattern: re.Pattern[str] | None
+    in_request: bool = False  # made of words the request uses, in its order
 
 
 @dataclass(frozen=True)
@@ -93,6 +190,10 @@ class NameIndex:
     names: tuple[_Name, ...]
     request: tuple[str, ...]
     schema: tuple[tuple[str, ...], ...]
+
+    @property
+    def request_set(self) -> frozenset[str]:
+        return frozenset(self.request)
 
 
 def _compile(ambiguity_id: str, name: str) -> _Name | None:
@@ -133,15 +234,24 @@ def name_index(
         >>> index.names[0].lemmas, index.request
         (('top', 'earner'), ('list', 'the', 'top', 'earner'))
     """
-    compiled = tuple(
-        n for ambiguity_id, group in names for name in group if (n := _compile(ambiguity_id, name))
-    )
+    request_lemmas = tuple(w.lemma for w in words(request))
+    compiled = []
+    for ambiguity_id, group in names:
+        for name in group:
+            n = _compile(ambiguity_id, name)
+            if n is None:
+                continue
+            if n.pattern is not None:
+                n = _Name(ambiguity_id, (), n.pattern, bool(n.pattern.search(request)))
+            else:
+                n = _Name(ambiguity_id, n.lemmas, None, _occurs(request_lemmas, n.lemmas))
+            compiled.append(n)
     schema = tuple(
         dict.fromkeys(
             lemmas for ident in schema_identifiers if (lemmas := _identifier_lemmas(ident))
         )
     )
-    return NameIndex(compiled, tuple(w.lemma for w in words(request)), schema)
+    return NameIndex(tuple(compiled), request_lemmas, schema)
 
 
 def _occurrences(lemmas: Sequence[str], part: tuple[str, ...]) -> Iterable[int]:
@@ -150,6 +260,10 @@ def _occurrences(lemmas: Sequence[str], part: tuple[str, ...]) -> Iterable[int]:
     for i in range(len(lemmas) - n + 1):
         if lemmas[i] == first and tuple(lemmas[i : i + n]) == part:
             yield i
+
+
+def _occurs(lemmas: Sequence[str], part: tuple[str, ...]) -> bool:
+    return next(iter(_occurrences(lemmas, part)), None) is not None
 
 
 def _spans(text: str, tokens: tuple[Word, ...], name: _Name) -> Iterable[tuple[int, int, int, int]]:
@@ -167,26 +281,69 @@ def _spans(text: str, tokens: tuple[Word, ...], name: _Name) -> Iterable[tuple[i
         yield i, j, tokens[i].start, tokens[j - 1].end
 
 
-def _copied_context(question: Sequence[str], a: int, b: int, request: Sequence[str]) -> bool:
-    """Whether ``question[a:b]`` lies in a run copied from the request that holds a content word
-    outside ``[a, b)``."""
+def _copied_run(question: Sequence[str], a: int, b: int, request: Sequence[str]) -> set[str]:
+    """The content words of the longest run around ``question[a:b]`` copied from the request."""
+    best: set[str] = set()
     part = tuple(question[a:b])
     for j in _occurrences(request, part):
-        i, k = a - 1, j - 1
-        while i >= 0 and k >= 0 and question[i] == request[k]:
-            if _content(question[i]):
-                return True
+        i, k = a, j
+        while i > 0 and k > 0 and question[i - 1] == request[k - 1]:
             i, k = i - 1, k - 1
-        i, k = b, j + (b - a)
-        while i < len(question) and k < len(request) and question[i] == request[k]:
-            if _content(question[i]):
-                return True
-            i, k = i + 1, k + 1
-    return False
+        e, f = b, j + (b - a)
+        while e < len(question) and f < len(request) and question[e] == request[f]:
+            e, f = e + 1, f + 1
+        run = {x for x in question[i:e] if _content(x)}
+        if len(run) > len(best):
+            best = run
+    return best
 
 
 def _rank(found: dict[str, tuple[int, int, int]]) -> tuple[Mention, ...]:
     return tuple(Mention(i, key) for i, key in sorted(found.items(), key=lambda item: item[1]))
+
+
+def _restates(
+    lemmas: Sequence[str],
+    a: int,
+    b: int,
+    index: NameIndex,
+    request_words: set[str],
+    confirms: bool = False,
+) -> bool:
+    """Whether the mention ``lemmas[a:b]`` of request words sits in a restatement of the request."""
+    if confirms:
+        return True  # "So you want ...?": a confirmation of the request, not a question about it
+    if not any(
+        (x not in index.request_set and x in _CUES)
+        or (x not in index.request_set and _content(x) and x not in _FRAME)
+        for x in lemmas
+    ):
+        return True  # nothing of its own: "So you want the top earners?"
+    name = set(lemmas[a:b])
+    others = request_words - name
+    if not others:
+        return False
+    run = _copied_run(lemmas, a, b, index.request) - name
+    if run and len(run) >= _COVERAGE * len(others):
+        return True  # a copy of most of the request around the name
+    repeated = {x for x in lemmas[:a] + lemmas[b:] if x in others}
+    return len(repeated) > MAX_REQUEST_WORDS and len(repeated) >= _COVERAGE * len(others)
+
+
+def _short_quote(quoted: Sequence[str], request_words: set[str]) -> bool:
+    """Whether a quote picks out a phrase rather than quoting the request back."""
+    return len({x for x in quoted if x in request_words}) < max(2, _COVERAGE * len(request_words))
+
+
+def _quotes(text: str, tokens: tuple[Word, ...]) -> list[tuple[int, int, int, int]]:
+    """``(first word, end word, start char, end char)`` of each quoted part of a text."""
+    out = []
+    for found in _QUOTED.finditer(text):
+        start, end = found.span()
+        inside = [i for i, w in enumerate(tokens) if start <= w.start and w.end <= end]
+        if inside:
+            out.append((inside[0], inside[-1] + 1, start, end))
+    return out
 
 
 def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
@@ -195,25 +352,52 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
         return ()
     lemmas = [w.lemma for w in tokens]
     if asked and index.schema:
-        named = sum(1 for ident in index.schema if any(_occurrences(lemmas, ident)))
+        named = sum(1 for ident in index.schema if _occurs(lemmas, ident))
         if named > MAX_SCHEMA_NAMES:
             return ()
-    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    quotes = _quotes(text, tokens)
+    confirms = bool(_CONFIRMATION.match(text))
     request_words = {x for x in index.request if _content(x)}
-    best_keys: dict[str, tuple[int, int, int]] = {}
+    found: dict[str, tuple[int, int, int]] = {}
+
+    def keep(ambiguity_id: str, key: tuple[int, int, int]) -> None:
+        if ambiguity_id not in found or key < found[ambiguity_id]:
+            found[ambiguity_id] = key
+
     for name in index.names:
         for a, b, start, end in _spans(text, tokens, name):
-            if asked and index.request:
-                if _copied_context(lemmas, a, b, index.request):
-                    continue
-                repeated = {x for x in lemmas[:a] + lemmas[b:] if x in request_words}
-                if len(repeated - set(lemmas[a:b])) > MAX_REQUEST_WORDS:
-                    continue
-            in_quotes = any(qs <= start and end <= qe for qs, qe in quoted)
-            key = (0 if in_quotes else 1, start, start - end)
-            if name.ambiguity_id not in best_keys or key < best_keys[name.ambiguity_id]:
-                best_keys[name.ambiguity_id] = key
-    return _rank(best_keys)
+            quote = next((q for q in quotes if q[0] <= a and b <= q[1]), None)
+            if (
+                asked
+                and index.request
+                and name.in_request
+                and not (quote and _short_quote(lemmas[quote[0] : quote[1]], request_words))
+                and _restates(lemmas, a, b, index, request_words, confirms)
+            ):
+                continue
+            key = (0 if quote else 1, start, start - end)
+            keep(name.ambiguity_id, key)
+    for qa, qb, start, end in quotes:  # a quoted modifier of a name: "What counts as 'recent'?"
+        part = _trim(lemmas[qa:qb])
+        if all(x in GENERIC_NAMES or x in INSTRUCTION_VERBS or not _content(x) for x in part):
+            continue  # 'table', 'given': a quoted generic word picks out nothing
+        for name in index.names:  # the leading words of a name that starts with a content word
+            if (
+                len(part) < len(name.lemmas)
+                and _content(name.lemmas[0])
+                and name.lemmas[: len(part)] == part
+            ):
+                keep(name.ambiguity_id, (0, start, start - end))
+    return _rank(found)
+
+
+def _trim(part: Sequence[str]) -> tuple[str, ...]:
+    part = list(part)
+    while part and not _content(part[0]):
+        part.pop(0)
+    while part and not _content(part[-1]):
+        part.pop()
+    return tuple(part)
 
 
 def asked_about(question: str, index: NameIndex) -> tuple[Mention, ...]:
