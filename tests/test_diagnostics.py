@@ -15,6 +15,7 @@ from bundled import ALL_ENV_IDS
 from ambitab_gym.cli import main
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.diagnostics import (
+    CONDITIONS,
     DialogueSQLSolver,
     LeakageConfig,
     SchemaProbeAsker,
@@ -229,7 +230,7 @@ def test_theorem_1_identity_holds_exactly(campaign, env_id, oracle):
 def test_campaign_is_stored_and_resumes_without_rerunning(campaign):
     report, rows, path, config = campaign("AmbiTab-TACO-v0", "deterministic", "full")
     records = load_corpus("AmbiTab-TACO-v0").records
-    assert len(rows) == 8 * len(records)
+    assert len(rows) == len(CONDITIONS) * len(records) == 10 * len(records)
     with ResultsStore(path) as store:
         stored = store.campaign(config.campaign_id)
         assert stored["kind"] == "leakage" and stored["config"]["oracle"] == "deterministic"

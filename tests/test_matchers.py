@@ -93,15 +93,16 @@ def test_non_critical_ambiguity_is_answered():
 
 def test_intent_matcher_credits_repeats_again():
     turns = [OracleTurn("q", "a", frozenset({"top"}))]
-    assert credits(IntentMatcher(), "top earners and region?", turns=turns) == {"top"}
+    assert credits(IntentMatcher(), "What do top earners and region mean?", turns=turns) == {"top"}
 
 
 def test_knowledge_matcher_prefers_unresolved():
     turns = [OracleTurn("q", "a", frozenset({"top"}))]
     # top earners is mentioned first but already resolved: the unresolved region wins.
-    assert credits(KnowledgeMatcher(), "top earners and region?", turns=turns) == {"region"}
+    question = "What do top earners and region mean?"
+    assert credits(KnowledgeMatcher(), question, turns=turns) == {"region"}
     # with nothing else mentioned the resolved one is credited again (a repeat)
-    assert credits(KnowledgeMatcher(), "top earners again?", turns=turns) == {"top"}
+    assert credits(KnowledgeMatcher(), "What are top earners again?", turns=turns) == {"top"}
 
 
 def test_knowledge_oracle_returns_resolution_and_restates_repeat():
@@ -111,7 +112,7 @@ def test_knowledge_oracle_returns_resolution_and_restates_repeat():
     got, first = oracle.answer("Who are top earners?", context)
     assert got == {"top"} and first == "top earners = the 3 best paid"
     context.turns.append(OracleTurn("Who are top earners?", first, got))
-    got, again = oracle.answer("And top earners?", context)
+    got, again = oracle.answer("And what about top earners?", context)
     assert got == {"top"} and again == "As I said before: top earners = the 3 best paid"
 
 
@@ -133,11 +134,11 @@ def test_knowledge_oracle_restates_evidence_on_a_repeat():
     got, first = oracle.answer("Who are top earners?", context)
     assert got == {"top"} and first == "the three best paid"
     context.turns.append(OracleTurn("Who are top earners?", first, got))
-    got, again = oracle.answer("And top earners?", context)
+    got, again = oracle.answer("And what about top earners?", context)
     assert got == {"top"}
     assert again == "As I said before: top earners refers to ORDER BY salary DESC LIMIT 3"
     # the intent oracle has no such rule: a repeat gets the same frozen response
-    assert deterministic_oracle("intent").answer("And top earners?", context)[1] == (
+    assert deterministic_oracle("intent").answer("And what about top earners?", context)[1] == (
         "the three best paid"
     )
 

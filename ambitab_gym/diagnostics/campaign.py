@@ -10,7 +10,9 @@ The runs (paper A.4): the evaluated asker under O and under (match, resp*) [dJ_r
 specification-randomized asker under (match, resp*) and under O* [dRec_spec^Q and Theorem 1's
 reference term]; pi_full^adv (:class:`~ambitab_gym.policies.scripted.FullAsker` behind
 :class:`~ambitab_gym.wrappers.AdversarialProbe`) under O and O* [dJ_full]; pi_none^adv
-(:class:`~ambitab_gym.policies.scripted.GenericAsker`) under (match, resp*) and O* [dRec_none].
+(:class:`~ambitab_gym.policies.scripted.GenericAsker`) under (match, resp*) and O* [dRec_none];
+the restatement probe and the shotgun probe (``schema-probe``) under O* [the reference checks:
+a matcher must not credit the request's words or a list of the schema].
 O* is the corpus's deterministic oracle. Every run uses the same records, seeds and solver;
 the runs that only feed recall diagnostics (:data:`RECALL_ONLY`) stop after asking, without
 writing or verifying SQL.
@@ -158,6 +160,10 @@ class _Parts:
             return registry.create("asker", "full")  # reworded into pi_full^adv by AdversarialProbe
         if policy == "none^adv":
             return registry.create("asker", "generic")
+        if policy == "restatement":
+            return registry.create("asker", "restatement")
+        if policy == "shotgun":
+            return registry.create("asker", "schema-probe")
         asker = registry.create(
             "asker", self.config.asker, corpus=self.corpus, llm_client=self.llm_client
         )

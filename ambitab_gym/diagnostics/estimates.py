@@ -5,7 +5,8 @@
 * :class:`Diagnostic` - one diagnostic: pooled estimate with its AVT-cluster bootstrap interval,
   and the per-seed values with their mean and sample SD.
 * :class:`LeakageReport` - the four diagnostics, the reference terms of Theorem 1 part 2 and the
-  Definition 7 checks on the reference runs; ``to_json()`` in percentage points.
+  Definition 7 checks on the reference runs (with the restatement and shotgun probes, whose
+  recall must stay under :data:`PROBE_RECALL_LIMIT`); ``to_json()`` in percentage points.
 * :func:`leakage_report` - compute a report from episode rows.
 * :func:`format_leakage_table` - reports as an aligned table like paper Table 14.
 
@@ -27,6 +28,7 @@ from ambitab_gym.metrics import macro_means
 __all__ = [
     "CONDITIONS",
     "DIAGNOSTICS",
+    "PROBE_RECALL_LIMIT",
     "RECALL_ONLY",
     "REFERENCE_TERMS",
     "Diagnostic",
@@ -47,11 +49,26 @@ CONDITIONS: dict[str, tuple[str, str]] = {
     "full_adv:reference": ("full^adv", "reference"),
     "generic:hybrid": ("none^adv", "hybrid"),
     "generic:reference": ("none^adv", "reference"),
+    "restatement:reference": ("restatement", "reference"),
+    "shotgun:reference": ("shotgun", "reference"),
 }
 
 #: Conditions whose diagnostics read recall only: they run ask-only (no solver, no
 #: verification) and store ``success`` as None.
-RECALL_ONLY = frozenset({"spec:hybrid", "spec:reference", "generic:hybrid", "generic:reference"})
+RECALL_ONLY = frozenset(
+    {
+        "spec:hybrid",
+        "spec:reference",
+        "generic:hybrid",
+        "generic:reference",
+        "restatement:reference",
+        "shotgun:reference",
+    }
+)
+
+#: The most recall the restatement and shotgun probes may earn under the reference oracle: they
+#: ask about no ambiguity, so a matcher that credits them credits words, not questions.
+PROBE_RECALL_LIMIT = 0.05
 
 
 @dataclass(frozen=True)
@@ -141,7 +158,9 @@ class LeakageReport:
         diagnostics: ``d_j_resp``, ``d_rec_spec``, ``d_j_full``, ``d_rec_none``.
         reference_terms: ``rec_spec_reference`` (Rec(pi^Q; O*)) and ``leak_rec_spec``.
         checks: Definition 7 on the reference runs: ``full_adv_recall``,
-            ``full_adv_precision`` (both should be 1) and ``none_adv_recall`` (should be 0).
+            ``full_adv_precision`` (both should be 1) and ``none_adv_recall`` (should be 0);
+            the same check of the restatement and shotgun probes: ``restatement_recall`` and
+            ``shotgun_recall`` (at most :data:`PROBE_RECALL_LIMIT`).
         episodes: rows used; errors: error category -> count.
     """
 
@@ -161,7 +180,13 @@ class LeakageReport:
         )
         if any(v is None for v in values):
             return None
-        return values[0] == 1.0 and values[1] == 1.0 and values[2] == 0.0
+        probes = [self.checks.get(k) for k in ("restatement_recall", "shotgun_recall")]
+        return (
+            values[0] == 1.0
+            and values[1] == 1.0
+            and values[2] == 0.0
+            and all(v is None or v <= PROBE_RECALL_LIMIT for v in probes)
+        )
 
     def to_json(self) -> dict:
         """``{name: {"mean", "lo", "hi"}}`` for the four diagnostics, in percentage points
@@ -237,6 +262,8 @@ def leakage_report(
             "full_adv_recall": _macro(rows, "full_adv:reference", "recall"),
             "full_adv_precision": _macro(rows, "full_adv:reference", "precision"),
             "none_adv_recall": _macro(rows, "generic:reference", "recall"),
+            "restatement_recall": _macro(rows, "restatement:reference", "recall"),
+            "shotgun_recall": _macro(rows, "shotgun:reference", "recall"),
         },
         episodes=len(rows),
         errors=errors,

@@ -14,6 +14,7 @@ import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ambitab_gym.aliases import alias_problem
 from ambitab_gym.corpora.corpus import Corpus, Manifest
 from ambitab_gym.oracles import OracleContext, OracleTurn, canonical_question, deterministic_oracle
 from ambitab_gym.records import PublicSpec, TaskRecord
@@ -329,10 +330,11 @@ def canonical_checks(record: TaskRecord, oracle_kind: str) -> list[Violation]:
 
 
 def term_checks(record: TaskRecord) -> list[Violation]:
-    """``term_in_request``/``term_words``: every counted ambiguity is named by the request's own
-    words (:func:`~ambitab_gym.terms.find_term`, the deterministic oracle's rule), and
-    neither its term nor an alias is only function words, only SQL keywords, an SQL fragment
-    or an instruction (:func:`~ambitab_gym.terms.term_problem`).
+    """``term_in_request``/``term_words``/``alias_words``: every counted ambiguity is named by
+    the request's own words (:func:`~ambitab_gym.terms.find_term`), neither its term nor an
+    alias is only function words, only SQL keywords, an SQL fragment or an instruction
+    (:func:`~ambitab_gym.terms.term_problem`), and no alias is a generic schema word or names
+    another ambiguity of the record (:func:`~ambitab_gym.aliases.alias_problem`).
 
     Example:
         >>> from ambitab_gym.records import parse_record
@@ -372,6 +374,22 @@ def term_checks(record: TaskRecord) -> list[Violation]:
                         record.id,
                         "term_words",
                         f"ambiguity {ambiguity.id!r}: the {what} {name!r} {why[problem]}",
+                    )
+                )
+        others = [n for a in record.ambiguities if a.id != ambiguity.id for n in a.names]
+        for alias in ambiguity.aliases:
+            problem = alias_problem(alias, term=ambiguity.term, others=others)
+            if problem in ("generic", "other_ambiguity"):
+                out.append(
+                    Violation(
+                        record.id,
+                        "alias_words",
+                        f"ambiguity {ambiguity.id!r}: the alias {alias!r} "
+                        + (
+                            "names another ambiguity of the record"
+                            if problem == "other_ambiguity"
+                            else "is a generic schema word that many questions contain"
+                        ),
                     )
                 )
         if find_term(request, ambiguity.term) is None:
