@@ -8,11 +8,16 @@ per synonym. For every item this converter
    column that keeps the original values, the other is resampled from them with replacement
    (the database of a (column, copied synonym) variant is built once and shared);
 3. runs both queries and rejects the item when either fails or both return equal results;
-4. emits two records (one AVT): the same question, one hidden reading per synonym.
+4. emits two records (one AVT): the same question, one hidden reading per synonym; the
+   ambiguity's term is the question's phrase for the column, its aliases the names that tell the
+   readings apart (both synonyms and the original column in natural form).
 
 * :func:`convert` - the converter entry point used by :func:`ambitab_gym.convert.build_corpus`.
 * :func:`rebuild_database` - step 2 for one variant.
 * :func:`column_term` - the phrase of the question that names the ambiguous column.
+* :func:`column_aliases` - the names of the two readings and the term's head.
+* :func:`broad_words` - the words that do not single out one column of a database.
+* :func:`quote_identifier` - a synonym quoted where SQLite would not parse it bare.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ import os
 import re
 import shutil
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
+from ambitab_gym.aliases import GENERIC_NAMES, clean_aliases, natural_name, reading_aliases
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -39,18 +46,29 @@ from ambitab_gym.convert.common import (
     extend_phrase,
     find_phrase,
     find_term,
+    is_stop_word,
     malformed,
     progress,
     seeded_rng,
     sha256_file,
     term_problem,
+    trim_phrase,
     words_match,
 )
 from ambitab_gym.records import TaskRecord, parse_record
+from ambitab_gym.terms import Word, lemma, words
 from ambitab_gym.verify.base import QueryError
 from ambitab_gym.verify.compare import results_match
 
-__all__ = ["SPLIT_NAMES", "column_term", "convert", "quote_identifier", "rebuild_database"]
+__all__ = [
+    "SPLIT_NAMES",
+    "broad_words",
+    "column_aliases",
+    "column_term",
+    "convert",
+    "quote_identifier",
+    "rebuild_database",
+]
 
 #: AmbiQT file stem -> AmbiTab split
 SPLIT_NAMES = {"train": "train", "validation": "dev", "dev": "dev", "test": "test"}
@@ -163,6 +181,35 @@ def _actual_names(
     return None
 
 
+def _other_columns(database: Path, table: str, column: str, spider: dict | None) -> list[str]:
+    """The names of every column of a database but ``table.column``: identifiers and, with
+    Spider's ``tables.json`` entry, natural names."""
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        tables = [
+            r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        pairs = [
+            (t, r[1]) for t in tables for r in connection.execute(f"PRAGMA table_info({_q(t)})")
+        ]
+    finally:
+        connection.close()
+    if spider:
+        originals = spider["table_names_original"]
+        pairs += [
+            (originals[t], natural)
+            for (t, c), (_, natural) in zip(
+                spider["column_names_original"], spider["column_names"], strict=False
+            )
+            if t >= 0
+            and not (originals[t].lower() == table.lower() and c.lower() == column.lower())
+        ]
+    names = [
+        n for t, n in pairs if not (t.lower() == table.lower() and n.lower() == column.lower())
+    ]
+    return list(dict.fromkeys(names))
+
+
 def _collision(
     database: Path, table: str, synonyms: tuple[str, str], queries: list[str]
 ) -> str | None:
@@ -269,6 +316,63 @@ def _name_words(name: str) -> list[str]:
     return [w for w in spaced.split() if w]
 
 
+def _related(word: str, name_word: str) -> bool:
+    """Whether a question word is a form of a column-name word: one word up to plurals and
+    shared stems (:func:`words_match`), or a common start of five letters or more covering two
+    thirds of the shorter ("departure"/"departed")."""
+    if words_match(word, name_word, stem=True):
+        return True
+    a, b = word.lower(), name_word.lower()
+    shared = len(os.path.commonprefix([a, b]))
+    return shared >= 5 and 3 * shared >= 2 * min(len(a), len(b))
+
+
+def broad_words(other_columns: Iterable[str], table: str = "") -> frozenset[str]:
+    """The lemmas that do not single out one column of a database: generic schema words, the
+    words of its other columns' names and of the column's table.
+
+    >>> {"date", "arrive", "rank", "dog", "name"} <= broad_words(["date arrived", "Weekly_rank"], "Dogs")
+    True
+    """
+    names = [*other_columns, table]
+    own = {w.lemma for name in names for w in words(" ".join(_name_words(name)))}
+    return frozenset(own | GENERIC_NAMES)
+
+
+def _specific_phrase(question: str, term: str, related: list[str]) -> str | None:
+    """The first occurrence of a term widened over adjacent words that are forms of the
+    column's own name words ("departure date" around "date"); None when none widens."""
+    tokens = words(question)
+    part = tuple(w.lemma for w in words(term))
+    n = len(part)
+
+    def joined(left: Word, right: Word) -> bool:
+        return question[left.end : right.start].strip() == ""
+
+    def names_column(token: Word) -> bool:
+        return any(_related(question[token.start : token.end], r) for r in related)
+
+    for i in range(len(tokens) - n + 1):
+        if tuple(w.lemma for w in tokens[i : i + n]) != part:
+            continue
+        first, last = i, i + n - 1
+        while (
+            first > 0
+            and joined(tokens[first - 1], tokens[first])
+            and names_column(tokens[first - 1])
+        ):
+            first -= 1
+        while (
+            last + 1 < len(tokens)
+            and joined(tokens[last], tokens[last + 1])
+            and names_column(tokens[last + 1])
+        ):
+            last += 1
+        if (first, last) != (i, i + n - 1):
+            return question[tokens[first].start : tokens[last].end]
+    return None
+
+
 def column_term(
     question: str,
     column: str,
@@ -276,68 +380,90 @@ def column_term(
     *,
     table: str = "",
     synonyms: tuple[str, ...] = (),
+    other_columns: Iterable[str] = (),
 ) -> TermChoice | None:
-    """The phrase of the question that names the ambiguous column, further names, and how.
+    """The phrase of the question that names the ambiguous column, and how it was found.
 
     In order: a name of the column (Spider's natural name, the column name split into words)
-    as the question writes it, plurals and shared stems allowed, widened to the following
-    words of its phrase after a stem match (``column_name``); a tail of such a name holding
-    its head word - "names" for "document name", never the table noun "documents"
-    (``column_name``); one of AmbiQT's synonyms or its tail (``synonym``); the table's noun the
-    column belongs to when the question never names the column (``table_noun``). Phrases
-    starting or ending with a function word ("level of") never count. None when nothing fits.
-    The column's names that the question does not use become aliases.
+    as the question writes it, plurals allowed (``column_name``); the same with shared stems,
+    or a tail of a name holding its head word ("names" for "document name"), widened to the
+    following words of its phrase (``column_name``); one of AmbiQT's synonyms or its tail
+    (``synonym``); any other run of a name's words ("net worth" of "net worth millions").
+    Never a phrase starting or ending with a function word ("of staff working"), and never
+    only the noun of the column's table ("documents", "cartoons") unless the column is named
+    so (``airlines.Airline``). A term made only of broad words (:func:`broad_words`: "date",
+    "name", a word another column's name has) is widened to a more specific phrase of the
+    question naming the column when there is one ("departure date" for ``date_departed``,
+    not the first "date" of "arrival date"). None when nothing fits: the question names the
+    column only by its table ("For each stadium, ...") or not at all.
+
+    Args:
+        question: the request.
+        column: the column's identifier.
+        natural: Spider's natural name of the column.
+        table: the column's table (its natural name).
+        synonyms: AmbiQT's two synonyms.
+        other_columns: the names of the database's other columns.
 
     >>> column_term("How old is each singer? Show the age.", "Age", "age")
     TermChoice(term='age', aliases=(), origin='column_name')
     >>> column_term("Show the release years of songs.", "Song_release_year", "song release year")
-    TermChoice(term='release years', aliases=('song release year', 'Song_release_year'), origin='column_name')
+    TermChoice(term='release years', aliases=(), origin='column_name')
     >>> column_term("What are the names of the documents?", "Document_Name", "document name",
     ...             table="Documents").term
     'names'
     >>> column_term("What are the create dates of all votes?", "created", "created").term
     'create dates'
     >>> column_term("List the gender of students.", "Sex", "sex", synonyms=("gender", "biological_sex"))
-    TermChoice(term='gender', aliases=('sex',), origin='synonym')
+    TermChoice(term='gender', aliases=(), origin='synonym')
     >>> column_term("For each stadium, how many concerts play there?", "Name", "name",
-    ...             table="stadium").origin
-    'table_noun'
-    >>> column_term("How many are there?", "Name", "name", table="stadium") is None
+    ...             table="stadium") is None
     True
+    >>> column_term("List the arrival date and the departure date.", "date_departed",
+    ...             other_columns=["date arrived"]).term
+    'departure date'
     """
     names: list[str] = []
     for name in (natural or "", " ".join(_name_words(column))):
         if name.strip() and name.lower() not in {n.lower() for n in names}:
             names.append(name)
-    own_words = [w for name in names for w in _name_words(name)]
-    table_words = {
-        w.lower() for w in _name_words(table) if not any(words_match(w, own) for own in own_words)
-    }
+    table_words = [w.lower() for w in _name_words(table)]
+    broad = broad_words(other_columns, table)
+    related = [
+        w
+        for name in (*names, *synonyms)
+        for w in _name_words(name)
+        if not is_stop_word(w) and lemma(w) not in broad
+    ]
+
+    def whole_name(phrase: str) -> bool:
+        mine = phrase.split()
+        return any(
+            len(mine) == len(theirs)
+            and all(words_match(a, b, stem=True) for a, b in zip(mine, theirs, strict=True))
+            for theirs in map(_name_words, names)
+        )
 
     def tails(name: str) -> list[str]:
-        words = _name_words(name)
-        return [" ".join(words[i:]) for i in range(len(words))]
+        parts = _name_words(name)
+        return [" ".join(parts[i:]) for i in range(len(parts)) if not is_stop_word(parts[i])]
 
     def accept(span, origin: str, widen: bool = False) -> TermChoice | None:
         if span is None:
             return None
         if widen:
             span = extend_phrase(question, span, left=False)
-        if term_problem(span.phrase) is not None:
+        span = trim_phrase(question, span)
+        if span is None or term_problem(span.phrase) is not None:
             return None
-        if origin != "table_noun" and all(
-            any(words_match(w, t) for t in table_words) for w in span.phrase.split()
+        if all(any(words_match(w, t) for t in table_words) for w in span.phrase.split()) and (
+            not whole_name(span.phrase)
         ):
-            return None
-        aliases: dict[str, str] = {}
-        for n in (*names, column):
-            if (
-                term_problem(n) is None
-                and n.lower() != span.phrase.lower()
-                and find_term(question, n) is None
-            ):
-                aliases.setdefault(n.lower(), n)
-        return TermChoice(span.phrase, tuple(aliases.values()), origin)
+            return None  # the table's noun names the rows, not this column
+        phrase = span.phrase
+        if all(w.lemma in broad for w in words(phrase) if not is_stop_word(w.lemma)):
+            phrase = _specific_phrase(question, phrase, related) or phrase
+        return TermChoice(phrase, (), origin)
 
     steps: list[tuple[str, str, bool]] = []
     for name in names:
@@ -350,7 +476,7 @@ def column_term(
         steps += [(tail, "synonym", True) for tail in tails(synonym)]
     for stem in (False, True):
         for phrase, origin, widen in steps:
-            if widen != stem and not (widen and stem):
+            if widen != stem:
                 continue
             found = accept(find_phrase(question, phrase, stem=stem), origin, widen=stem)
             if found is not None:
@@ -360,11 +486,57 @@ def column_term(
         found = accept(span, "column_name", widen=True)
         if found is not None:
             return found
-    for name in (" ".join(_name_words(table)), *_name_words(table)[::-1]):
-        found = accept(find_phrase(question, name, stem=True), "table_noun")
-        if found is not None:
-            return found
     return None
+
+
+def _noun_form(word: str) -> bool:
+    """Whether a word is its own lemma or a plural of it (not "made" or "created")."""
+    folded, base = word.lower(), lemma(word)
+    return folded in (base, base + "s", base + "es", base[:-1] + "ies")
+
+
+def column_aliases(
+    term: str,
+    readings: list[str],
+    names: Iterable[str],
+    *,
+    broad: frozenset[str] = frozenset(),
+) -> list[str]:
+    """The aliases of a column-synonym ambiguity: what tells its readings apart, in natural form.
+
+    The two synonym columns (:func:`~ambitab_gym.aliases.reading_aliases` over the readings'
+    SQL), the original column's names, and the head noun of a compound term ("companies" of
+    "record companies", "miles" of "miles per gallon"; not a verb form such as "made") unless
+    it is a broad word (:func:`broad_words`: "year" where another column is a year); finished
+    with :func:`~ambitab_gym.aliases.clean_aliases`.
+
+    Args:
+        term: the ambiguity's term.
+        readings: the two readings' SQL.
+        names: the original column's names (Spider's natural name, the identifier).
+        broad: lemmas that do not single out the column.
+
+    >>> column_aliases("age", ["SELECT years_old FROM singer", "SELECT birthdate FROM singer"],
+    ...                ["age", "Age"])
+    ['years old', 'birthdate']
+    >>> column_aliases("record companies", ["SELECT recording_label FROM orchestra",
+    ...                "SELECT audio_company FROM orchestra"], ["record company"])
+    ['recording label', 'audio company', 'companies']
+    >>> column_aliases("release year", ["SELECT track_release_year FROM singer",
+    ...                "SELECT composition_release_year FROM singer"], ["song release year"],
+    ...                broad=frozenset({"year"}))
+    ['track release year', 'composition release year', 'song release year']
+    >>> column_aliases("miles per gallon", ["SELECT fuel_efficiency FROM cars_data",
+    ...                "SELECT mileage_per_gallon FROM cars_data"], ["mpg"])
+    ['fuel efficiency', 'mileage per gallon', 'mpg', 'miles']
+    """
+    candidates = [*reading_aliases(readings, dialect="sqlite"), *map(natural_name, names)]
+    parts = term.split()
+    before = next((i for i, w in enumerate(parts) if is_stop_word(w)), len(parts))
+    head = parts[before - 1] if before else ""  # "miles" of "miles per gallon"
+    if len(parts) > 1 and head and lemma(head) not in broad and _noun_form(head):
+        candidates.append(head)
+    return clean_aliases(term, [c for c in candidates if term_problem(c) is None])
 
 
 def quote_identifier(sql: str, name: str) -> str:
@@ -723,17 +895,30 @@ def _convert_item(
                 if t == t_index and c.lower() == actual_column.lower():
                     natural = n
     question = str(row["question"]).strip()
+    others = _other_columns(source_db, actual_table, actual_column, entry)
     choice = column_term(
-        question, actual_column, natural, table=table_natural, synonyms=(syn1, syn2)
+        question,
+        actual_column,
+        natural,
+        table=table_natural,
+        synonyms=(syn1, syn2),
+        other_columns=others,
     )
     if choice is None and finder is not None:
         found = finder.find(question, f"the {natural or actual_column} column of {table_natural}")
         if found and term_problem(found) is None and find_term(question, found) is not None:
-            choice = TermChoice(found, (natural or actual_column,), "llm")
+            choice = TermChoice(found, (), "llm")
     if choice is None:
         return Drop(
             key, "no_term_in_request", f"the question never names {actual_table}.{actual_column}"
         )
+    aliases = column_aliases(
+        choice.term,
+        queries,
+        [n for n in (natural, actual_column) if n],
+        broad=broad_words(others, table_natural),
+    )
+    choice = TermChoice(choice.term, tuple(aliases), choice.origin)
     avt_id = f"ambiqt-{split}-{index:05d}"
     records = [
         _record(

@@ -33,6 +33,9 @@ that names the file and field; nothing upstream aborts the build.
 * :func:`verbalize` - the request for a parsed query.
 * :func:`swap_table` - the query over another table.
 * :func:`table_stem` - what candidate table names share.
+* :func:`table_aliases` - what tells candidate tables apart (the table ambiguity's aliases);
+  :data:`YEAR_WORDS` - the cues of per-year tables. A withheld value's aliases are its column
+  and the values the AVT's readings compare it with; every alias list ends in ``clean_aliases``.
 
 Terms are located with ``convert.common.find_term`` (the deterministic oracle's rule) and
 checked with ``term_problem``; ``source.term_origin`` says how each was obtained.
@@ -52,6 +55,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from ambitab_gym.aliases import clean_aliases, natural_name, reading_aliases
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -62,16 +66,18 @@ from ambitab_gym.convert.common import (
     Workspace,
     compare_for,
     find_term,
+    is_stop_word,
     progress,
     sha256_file,
     slug,
     term_problem,
 )
 from ambitab_gym.records import parse_record
+from ambitab_gym.terms import lemma, words
 from ambitab_gym.verify.base import QueryError
 from ambitab_gym.verify.compare import results_match
 
-__all__ = ["convert", "swap_table", "table_stem", "verbalize"]
+__all__ = ["YEAR_WORDS", "convert", "swap_table", "table_aliases", "table_stem", "verbalize"]
 
 UPSTREAM = {
     "name": "TACO",
@@ -220,7 +226,7 @@ def _condition(node: exp.Expression, stated: str | None, withheld: list) -> str:
     if isinstance(node, exp.In):
         values = [_literal_text(v) for v in node.expressions]
         return f"{_column_phrase(node.this)} is one of {', '.join(values)}"
-    for kind, words in _OPS.items():
+    for kind, op_words in _OPS.items():
         if isinstance(node, kind):
             left, right = node.this, node.expression
             column = _column_phrase(left)
@@ -231,10 +237,10 @@ def _condition(node: exp.Expression, stated: str | None, withheld: list) -> str:
                     and isinstance(left, exp.Column)
                     and find_term(stated, value) is None
                 ):
-                    withheld.append((column, value, node.sql(dialect="sqlite"), words))
-                    return f"{column} {words} the given {column}"
-                return f"{column} {words} {value}"
-            return f"{column} {words} {_column_phrase(right)}"
+                    withheld.append((column, value, node.sql(dialect="sqlite"), op_words))
+                    return f"{column} {op_words} the given {column}"
+                return f"{column} {op_words} {value}"
+            return f"{column} {op_words} {_column_phrase(right)}"
     return node.sql(dialect="sqlite")
 
 
@@ -387,6 +393,8 @@ class _Candidate:
     sql: str
     compare: dict[str, Any]
     source: dict[str, Any] = field(default_factory=dict)
+    comments: dict[str, str] = field(default_factory=dict)  # table -> table_comment
+    value_columns: dict[str, str] = field(default_factory=dict)  # ambiguity id -> column words
 
     @property
     def choices(self) -> tuple[tuple[str, str], ...]:
@@ -566,7 +574,8 @@ def _read_query(
             f"{len(alternatives)} alternatives give the same result",
         )
     stated, stated_from = _stated_text(data)
-    stem, stem_origin, named = _stem(actual, distinct, reader.table_comments(split, db_name))
+    comments = reader.table_comments(split, db_name)
+    stem, stem_origin, named = _stem(actual, distinct, comments)
     request, withheld = verbalize(tree, stem, stated)
     table_term = f"{stem} table"
     ambiguities: list[dict[str, Any]] = [
@@ -581,11 +590,12 @@ def _read_query(
     ]
     origins = {"table": stem_origin}
     by_column: dict[str, dict[str, Any]] = {}
-    for column, value, condition, words in withheld:
+    value_columns: dict[str, str] = {}
+    for column, value, condition, op_words in withheld:
         entry = by_column.get(column)
         if entry is not None:  # one ambiguity per column: "the given county" twice
-            entry["resolution"] += f" or {words} {value}"
-            entry["response"] = entry["response"].rstrip(".") + f" or {words} {value}."
+            entry["resolution"] += f" or {op_words} {value}"
+            entry["response"] = entry["response"].rstrip(".") + f" or {op_words} {value}."
             entry["sql_snippet"] += f" OR {condition}"
             continue
         ident = f"value_{slug(column)}"
@@ -593,11 +603,12 @@ def _read_query(
             "id": ident,
             "term": f"given {column}",
             "kind": "critical",
-            "resolution": f"{column} {words} {value}",
-            "response": f"I mean {column} {words} {value}.",
+            "resolution": f"{column} {op_words} {value}",
+            "response": f"I mean {column} {op_words} {value}.",
             "sql_snippet": condition,
         }
         origins[ident] = "withheld_value_phrase"
+        value_columns[ident] = column
     ambiguities += list(by_column.values())
     for ambiguity in ambiguities:
         span = find_term(request, ambiguity["term"])
@@ -617,6 +628,8 @@ def _read_query(
         ambiguities=ambiguities,
         sql=sql,
         compare=rules.model_dump(),
+        comments={t: comments.get(t, "") for t in named},
+        value_columns=value_columns,
         source={
             "kind": "taco",
             "split": split.name,
@@ -656,6 +669,75 @@ def _query_files(split: _Split) -> list[tuple[str, str, Path, str]]:
     return out
 
 
+#: what a person asks about per-year tables without naming a year ("Which year?", "The latest?")
+YEAR_WORDS: tuple[str, ...] = ("year", "latest", "most recent", "newest", "earliest")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+
+def _alias_words(text: str) -> list[str]:
+    """The words of a table name or comment in natural form, digits apart ("北京公交", "2019")."""
+    return [w for w in re.findall(r"[^\W\d_]+|\d+", natural_name(text)) if len(w) > 1]
+
+
+def _as_written(name: str) -> str:
+    """A table name in natural form; a name with non-Latin letters as written (the matcher
+    finds those as written)."""
+    return name if any(c.isalpha() and ord(c) > 0x24F for c in name) else natural_name(name)
+
+
+def table_aliases(tables: list[str], comments: dict[str, str], request: str) -> list[str]:
+    """What tells candidate tables apart: the words of their names and ``table_comment``s that
+    not every candidate has, table by table, then the names themselves, then - when they differ
+    in a year - :data:`YEAR_WORDS`; words the request already uses and filler words ("table",
+    "data") left out.
+
+    >>> table_aliases(["crashes_2019", "crashes_2020"], {"crashes_2019": "Crashes in 2019"},
+    ...               "Using the crashes table, list the month.")
+    ['2019', '2020', 'crashes 2019', 'crashes 2020', 'year', 'latest', 'most recent', 'newest', 'earliest']
+    >>> table_aliases(["north_ledger", "south_register"], {}, "Using the data table, list it.")
+    ['north', 'ledger', 'south', 'register', 'north ledger', 'south register']
+    """
+    per_table = [_alias_words(t) + _alias_words(comments.get(t, "")) for t in tables]
+    shared = set.intersection(*map(set, per_table)) if per_table else set()
+    said = {w.lemma for w in words(request)}
+    differing = [
+        w
+        for found in per_table
+        for w in found
+        if w not in shared and w not in _FILLER and not is_stop_word(w) and lemma(w) not in said
+    ]
+    cues = [
+        c
+        for c in (YEAR_WORDS if any(_YEAR.fullmatch(w) for w in differing) else ())
+        if not {w.lemma for w in words(c)} & said
+    ]
+    return list(dict.fromkeys([*differing, *map(_as_written, tables), *cues]))
+
+
+def _avt_aliases(kept: list[_Candidate]) -> dict[str, list[str]]:
+    """Ambiguity id -> its aliases, shared by the readings of one AVT: for the table, what tells
+    the candidate tables apart (:func:`table_aliases`); for a withheld value, the values the
+    readings compare with and the column (:func:`~ambitab_gym.aliases.reading_aliases`)."""
+    request = kept[0].request
+    tables = sorted({t for k in kept for t in k.tables})
+    comments = {t: c for k in kept for t, c in k.comments.items()}
+    candidates = {"table": table_aliases(tables, comments, request)}
+    terms = {a["id"]: a["term"] for k in kept for a in k.ambiguities}
+    for ident in terms:
+        if ident == "table":
+            continue
+        snippets = [a["sql_snippet"] for k in kept for a in k.ambiguities if a["id"] == ident]
+        column = next(k.value_columns[ident] for k in kept if ident in k.value_columns)
+        candidates[ident] = [*reading_aliases(snippets, dialect="sqlite"), column]
+    out = {}
+    for ident, names in candidates.items():
+        others = [n for other, theirs in candidates.items() if other != ident
+                  for n in (terms[other], *theirs)]  # fmt: skip
+        usable = [n for n in names if term_problem(n) is None]
+        out[ident] = clean_aliases(terms[ident], usable, others=others)
+    return out
+
+
 def _record_id(candidate: _Candidate) -> str:
     source = candidate.source
     tag = dict(QUERY_FOLDERS)[source["folder"]]
@@ -689,15 +771,11 @@ def _items(candidates: list[_Candidate], conversion: Conversion) -> list[Item]:
             kept.append(member)
         if len(kept) > 1:
             merged += 1
-        request = kept[0].request
-        names = sorted({t for k in kept for t in k.tables})
-        aliases = [n for n in names if find_term(request, _words(n)) is None]
+        aliases = _avt_aliases(kept)
         avt_id = "taco-avt-" + _record_id(kept[0]).removeprefix("taco-")
         records = []
         for member in kept:
-            ambiguities = [
-                {**a, "aliases": aliases if a["id"] == "table" else []} for a in member.ambiguities
-            ]
+            ambiguities = [{**a, "aliases": aliases[a["id"]]} for a in member.ambiguities]
             record_id = _record_id(member)
             records.append(
                 parse_record(

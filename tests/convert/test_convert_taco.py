@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import sqlglot
-from convert_helpers import read_jsonl, run_build, tree_bytes
+from convert_helpers import occurs, oracle_credits, read_jsonl, run_build, tree_bytes
 from taco_fixture import BEIJING_DB, CRASH_DB, EXPECTED, HOUSING_DB, NL, SINGLE, write_taco
 
 from ambitab_gym.convert import BuildOptions, build_corpus
 from ambitab_gym.convert.common import STOP_WORDS, find_term, term_problem
-from ambitab_gym.convert.taco import swap_table
+from ambitab_gym.convert.taco import swap_table, table_aliases
 from ambitab_gym.oracles import OracleContext, deterministic_oracle
 from ambitab_gym.records import parse_record
 from ambitab_gym.validate import validate_corpus
@@ -53,6 +53,10 @@ FUNCTION_WORDS = frozenset(
         "sorted",
     ]
 )
+
+
+#: the cues of per-year tables, written by hand: how a person asks which year's table
+YEARS = ["year", "latest", "most recent", "newest", "earliest"]
 
 
 def source_tree(tmp_path: Path) -> Path:
@@ -112,7 +116,12 @@ def test_requests_and_withheld_choices(tmp_path):
         "Using the crashes table, find the number of records where county is Kent."
     )
     assert [(a["id"], a["term"], a["aliases"], a["resolution"]) for a in q1["ambiguities"]] == [
-        ("table", "crashes table", ["crashes_2019", "crashes_2020"], "the table crashes_2019")
+        (
+            "table",
+            "crashes table",
+            ["2019", "2020", "crashes 2019", "crashes 2020", *YEARS],
+            "the table crashes_2019",
+        )
     ]
     assert q1["source"]["term_origin"] == {"table": "shared_table_name_words"}
     # Essex is not in the query's own question: withheld; 1 is stated
@@ -145,7 +154,11 @@ def test_requests_and_withheld_choices(tmp_path):
         "Using the budget ledger table, list the amount where item is paper."
     )
     assert ledger["source"]["term_origin"] == {"table": "shared_table_comment_words"}
-    assert ledger["ambiguities"][0]["aliases"] == ["north_ledger", "south_register"]
+    # "ledger" tells the tables apart by name but the request says it; the comments differ
+    # in "north"/"south"
+    assert ledger["ambiguities"][0]["aliases"] == [
+        "north", "south", "register", "north ledger", "south register",
+    ]  # fmt: skip
     # upstream lists two tables for these single-table queries
     assert len(q1["source"]["upstream_tables"]) == 2
     for record in records.values():
@@ -165,7 +178,10 @@ def test_each_term_is_a_request_phrase_that_the_deterministic_oracle_credits(tmp
             words = ambiguity.term.lower().split()
             assert len(words) >= 2 and not set(words) <= FUNCTION_WORDS, ambiguity.term
             assert term_problem(ambiguity.term) is None
-            assert not any(name in request for name in ambiguity.aliases)
+            # aliases are words the request does not use, but for the head of the term
+            # ("county" of "given county")
+            for name in ambiguity.aliases:
+                assert not occurs(name, request) or name in ambiguity.term.split(), name
             for question in (
                 f"Which {ambiguity.term} do you mean?",
                 f"When you say '{ambiguity.term}', what exactly do you mean?",
@@ -179,6 +195,83 @@ def test_each_term_is_a_request_phrase_that_the_deterministic_oracle_credits(tmp
                 credits, _ = oracle.answer(f"What do you mean by '{word}'?", OracleContext(record))
                 assert credits == frozenset(), (record.id, word)
     assert checked == 13
+
+
+def test_aliases_name_what_tells_the_readings_apart(tmp_path):
+    out, _ = build(tmp_path)
+    records = records_by_file(out)
+    # worked out by hand: crashes_2019/crashes_2020 differ in the year (names and comments);
+    # the withheld values are Kent (county) and 1 (injuries; 0 and 1 are never aliases)
+    q14 = records[f"us/data/{NL}/{CRASH_DB}/generated_nl_query_14.json"]
+    assert [(a["id"], a["term"], a["aliases"]) for a in q14["ambiguities"]] == [
+        ("table", "crashes table", ["2019", "2020", "crashes 2019", "crashes 2020", *YEARS]),
+        ("value_county", "given county", ["county", "Kent"]),
+        ("value_injuries", "given injuries", ["injuries"]),
+    ]
+    q2 = records[f"us/data/{NL}/{CRASH_DB}/generated_nl_query_2.json"]
+    assert q2["ambiguities"][1]["aliases"] == ["county", "Essex"]
+    homes = records[f"us/data/{SINGLE}/{HOUSING_DB}/generated_nl_query_1.json"]
+    assert homes["ambiguities"][0]["aliases"] == [
+        "2021", "2022", "home sales 2021", "home sales 2022", *YEARS,
+    ]  # fmt: skip
+    # the two readings of one AVT carry the same names
+    first = records[f"us/data/{SINGLE}/{CRASH_DB}/generated_nl_query_3.json"]
+    second = records[f"us/data/{SINGLE}/{CRASH_DB}/generated_nl_query_4.json"]
+    assert first["avt_id"] == second["avt_id"]
+    names = [
+        [(a["id"], a["term"], a["aliases"]) for a in r["ambiguities"]] for r in (first, second)
+    ]
+    aliases = ["2019", "2020", "crashes 2019", "crashes 2020", *YEARS]
+    assert names == [[("table", "crashes table", aliases)]] * 2
+
+
+#: (query file, question, credited ambiguity ids) - natural clarifying questions, written from
+#: the fixture's tables without looking at the registered names, and restatements of the request
+QUESTIONS = [
+    (f"{NL}/{CRASH_DB}/generated_nl_query_1.json",
+     "The 2019 crashes or the 2020 crashes?", {"table"}),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_1.json",
+     "Should I read crashes_2019 or crashes_2020?", {"table"}),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_1.json",
+     "Using the crashes table, find the number of records where county is Kent?", set()),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_14.json", "Which county do you mean?", {"value_county"}),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_14.json", "Is it Kent?", {"value_county"}),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_14.json",
+     "Which year: 2019 or 2020?", {"table"}),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_13.json", "Do you want the latest figures?", {"table"}),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_13.json", "For which year?", {"table"}),
+    (f"{NL}/{CRASH_DB}/generated_nl_query_14.json",
+     "Using the crashes table, list the month where county is the given county?", set()),
+    (f"{SINGLE}/{HOUSING_DB}/generated_nl_query_1.json",
+     "Sales from 2021 or from 2022?", {"table"}),
+    (f"{SINGLE}/{HOUSING_DB}/generated_nl_query_2.json",
+     "The north office's ledger or the south office's?", {"table"}),
+]  # fmt: skip
+
+
+def test_natural_questions_are_credited_and_restatements_are_not(tmp_path):
+    out, _ = build(tmp_path)
+    records = records_by_file(out)
+    for file, question, credited in QUESTIONS:
+        record = records[f"us/data/{file}"]
+        assert oracle_credits(out, record["id"], question) == credited, (file, question)
+
+
+def test_table_aliases_keep_non_latin_names_as_written():
+    # TACO's Beijing tables have Chinese names: the matcher finds them as written
+    tables = ["北京公交_2019", "北京公交_2020"]
+    request = "Using the 北京公交 table, list the riders."
+    assert table_aliases(tables, {}, request) == [
+        "2019", "2020", "北京公交_2019", "北京公交_2020", *YEARS,
+    ]  # fmt: skip
+    comments = {"bus_2019": "Bus ridership 2019", "bus_2020": "Bus ridership 2020"}
+    assert table_aliases(["bus_2019", "bus_2020"], comments, "Using the bus table, list it.") == [
+        "2019", "2020", "bus 2019", "bus 2020", *YEARS,
+    ]  # fmt: skip
+    # a request that says "year" keeps its own word out of the cues
+    assert table_aliases(["t_2019", "t_2020"], {}, "Using the t table, list the year.") == [
+        "2019", "2020", "t 2019", "t 2020", "latest", "most recent", "newest", "earliest",
+    ]  # fmt: skip
 
 
 def test_no_two_avts_share_a_request_on_one_database(tmp_path):
