@@ -8,8 +8,11 @@ SQLite script of its database in ``db_dump``.
 For every ambiguous question of the test partition (few-shot rows are excluded) this converter
 emits one record per reading: the ambiguous question is the request, the reading's own
 question is its resolution (and frozen response), its SQL the reference. The ambiguity term
-comes from the annotation type: the quantified phrase for ``scope``, the attached modifier for
-``attachment`` and the words the readings replace for ``vague``. Databases are built from the
+comes from the annotation type: the quantified noun phrase for ``scope``, the attached modifier
+for ``attachment`` and the words the readings replace or specialise for ``vague``; its aliases
+name the readings (the scope cues with the noun, the modifier's nouns, the columns, values,
+statistics and words that tell the readings apart). The share of items each reason drops is
+recorded per ambiguity type (``provenance.ambiguity_types``). Databases are built from the
 dumps by SQLite itself, so foreign keys with ``ON DELETE CASCADE``, transactions, pragmas,
 indexes, views, updates and deletes all behave as in SQLite; statements SQLite rejects (other
 dialects' ``SET`` or ``LOCK`` lines) are skipped and counted. Local train and test slices are
@@ -17,7 +20,8 @@ database-disjoint within each ambiguity type, toward a 20% test share, drawn wit
 
 * :func:`convert` - the converter entry point.
 * :func:`build_from_dump` - a SQLite database from a dump, robustly.
-* :func:`ambiguity_term` - the term of an ambiguous question.
+* :func:`ambiguity_term` - the term of an ambiguous question and the aliases of its readings.
+* :func:`drops_by_type` - the items and drops of each ambiguity type (``provenance``).
 * :func:`split_gold_queries` - the SQL of a ``gold_queries`` cell.
 """
 
@@ -27,8 +31,19 @@ import csv
 import re
 import sqlite3
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 
+from ambitab_gym.aliases import (
+    attachment_aliases,
+    clean_aliases,
+    reading_aliases,
+    scope_aliases,
+    sql_names,
+    statistic_aliases,
+)
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -50,9 +65,10 @@ from ambitab_gym.convert.common import (
     slug,
     strip_instructions,
     term_problem,
-    words_match,
 )
 from ambitab_gym.records import parse_record
+from ambitab_gym.terms import lemma
+from ambitab_gym.terms import words as lemma_words
 
 __all__ = [
     "ATTACHMENT_SUFFIX",
@@ -63,6 +79,7 @@ __all__ = [
     "assign_splits",
     "build_from_dump",
     "convert",
+    "drops_by_type",
     "split_gold_queries",
 ]
 
@@ -85,14 +102,6 @@ ATTACHMENT_SUFFIX = "Show them in one table."
 FEW_SHOT_SPLITS = frozenset({"few_shot_examples", "few_shot_example", "few_shot", "fewshot"})
 #: Split labels whose rows are converted (official ``test``; re-splits ``train``/``validation``).
 KEPT_SPLITS = frozenset({"test", "train", "validation", "dev", ""})
-
-_QUANTIFIER = re.compile(r"\b(?:each|every|all(?:\s+(?:the|of\s+the))?|any|both)\s+", re.IGNORECASE)
-_MODIFIER = (
-    r"(?:with|without|that|who|which|having|in|on|at|from|of|for|near|whose|"
-    r"[a-z]{2,}(?:ed|ing)|born|made|known|held|built|written|taken|given|led|sold|kept|found|"
-    r"shown|seen|run)"  # participles: "born in 1970", "located in Boston", "offering yoga"
-)
-_MODIFIER_WORD = re.compile(_MODIFIER)
 
 
 def split_gold_queries(cell: str) -> list[str]:
@@ -129,124 +138,515 @@ def public_request(question: str, ambig_type: str) -> str:
     return bare
 
 
-def _tokens(text: str) -> list[re.Match[str]]:
-    return list(re.finditer(r"[A-Za-z0-9][A-Za-z0-9'_-]*", text))
+#: Quantifiers of a scope ambiguity, the distributive ones first ("List all the classes every
+#: gym offers": "every gym").
+_QUANTIFIERS = (
+    re.compile(r"\b(?:each|every|per)\s+", re.IGNORECASE),
+    re.compile(r"\b(?:all(?:\s+(?:the|of\s+the))?|any|both)\s+", re.IGNORECASE),
+)
+_AUXILIARIES = frozenset(
+    ["do", "does", "did", "can", "could", "will", "would", "should", "has", "have", "had"]
+)
+_COPULAS = frozenset(["is", "are", "was", "were", "be"])
+_RELATIVES = frozenset(["that", "which", "who", "whom"])
+_WH_WORDS = frozenset(["who", "whom", "where", "when"])
+_CONJUNCTIONS = frozenset(["and", "or"])
+_PARTICIPLES = r"born|made|known|held|built|written|taken|given|led|sold|kept|found|shown|seen|run"
+_MODIFIER_WORD = re.compile(
+    r"(?:with|without|that|who|which|having|in|on|at|from|of|for|near|whose|"
+    rf"[a-z]{{2,}}(?:ed|ing)|{_PARTICIPLES})"  # participles: "born in 1970", "offering yoga"
+)
+_PARTICIPLE = re.compile(rf"(?:[a-z]{{2,}}ed|{_PARTICIPLES})", re.IGNORECASE)
+#: A word: a number keeps its inner "." and "," and its currency sign ("10.11.2018",
+#: "$60,000"), a word its hyphens and apostrophes ("Spanish-speaking", "gym's").
+_WORD = re.compile(r"[$£€]?[A-Za-z0-9](?:[A-Za-z0-9'’_-]*[A-Za-z0-9_])?(?:[.,:/][0-9]+)*%?")
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+#: Where a clause ends: "?", "!", ";", or ".", ",", ":" before a space (not inside "$60,000").
+_CLAUSE_END = re.compile(r"[?!;]|[.,:](?=\s|$)")
+#: The most words of a noun phrase taken after a quantifier, around "and", or after a wh-word.
+_MAX_WORDS = 4
 
 
-def _scope_span(question: str, readings: list[str]) -> Span | None:
-    """The quantified noun phrase ("each streaming service"): the quantifier and the words
-    after it that some reading repeats in the same order (the readings bound the phrase)."""
-    reading_words = [[m.group(0) for m in _tokens(r)] for r in readings]
-    for found in _QUANTIFIER.finditer(question):
-        after = [m for m in _tokens(question) if m.start() >= found.end()]
-        best = 0
-        for words in reading_words:
-            for start in range(len(words)):
-                n = 0
-                while (
-                    n < len(after)
-                    and start + n < len(words)
-                    and not is_stop_word(after[n].group(0))
-                    and words_match(after[n].group(0), words[start + n])
-                    and question[
-                        (after[n - 1].end() if n else found.end()) : after[n].start()
-                    ].strip()
-                    == ""
-                ):
-                    n += 1
-                best = max(best, n)
-        if best == 0 and after and not is_stop_word(after[0].group(0)):
-            best = 1  # no reading repeats the noun: the quantifier and its first word
-        if (
-            best > 1
-            and _ends_clause(question, after[best - 1].end())
-            and _AUXILIARY.search(question[: found.start()])
-        ):
-            best -= 1  # "does every gym offer?": the last word is the verb
-        if best:
-            return Span(
-                found.start(),
-                after[best - 1].end(),
-                question[found.start() : after[best - 1].end()],
-            )
-    return None
+@dataclass(frozen=True)
+class _Word:
+    text: str
+    start: int
+    end: int
+    key: str  # the lemma
+    content: bool  # not a function word
 
 
-_AUXILIARY = re.compile(r"\b(?:do|does|did|can|could|will|would|should|have|has|had)\b", re.I)
+def _words(text: str) -> list[_Word]:
+    return [
+        _Word(m.group(0), m.start(), m.end(), lemma(m.group(0)), not is_stop_word(m.group(0)))
+        for m in _WORD.finditer(text)
+    ]
+
+
+def _joined(text: str, left: _Word, right: _Word) -> bool:
+    """Whether only spaces separate two words."""
+    return text[left.end : right.start].strip() == ""
+
+
+def _span(text: str, words: list[_Word]) -> Span:
+    """The span of consecutive words, without a possessive ending on the last one."""
+    start, end = words[0].start, words[-1].end
+    if _POSSESSIVE.search(words[-1].text) and len(words[-1].text) > 2:
+        end -= 2
+    return Span(start, end, text[start:end])
+
+
+def _run(
+    text: str, words: list[_Word], index: int, step: int, keep: Callable[[_Word], bool]
+) -> list[_Word]:
+    """The joined words from ``index`` on, rightwards (``step`` 1) or leftwards (-1), while
+    ``keep(word)`` holds; at most :data:`_MAX_WORDS`, in text order."""
+    out: list[_Word] = []
+    i = index
+    while 0 <= i < len(words) and len(out) < _MAX_WORDS and keep(words[i]):
+        if out and not _joined(text, *((out[-1], words[i]) if step > 0 else (words[i], out[-1]))):
+            break
+        out.append(words[i])
+        i += step
+    return out if step > 0 else out[::-1]
 
 
 def _ends_clause(text: str, position: int) -> bool:
-    """Whether only closing punctuation follows a position up to the end of its sentence."""
-    return re.match(r"\s*(?:[?.!;]|$)", text[position:]) is not None
+    """Whether only the end of a clause follows a position."""
+    rest = text[position:].lstrip()
+    return not rest or _CLAUSE_END.match(rest) is not None
 
 
-def _attachment_span(question: str) -> Span | None:
-    """The modifier whose attachment is ambiguous ("with a pool" in "hotels and restaurants
-    with a pool"): the first modifier word within four words after "and"/"or" (after at least
-    one word), up to the end of its clause."""
-    words = _tokens(question)
-    for index, word in enumerate(words):
-        if word.group(0).lower() not in {"and", "or"}:
+def _occurrences(keys: list[str], part: list[str]) -> int:
+    """How often ``part`` occurs in ``keys``."""
+    n = len(part)
+    return sum(1 for i in range(len(keys) - n + 1) if n and keys[i : i + n] == part)
+
+
+# -- scope ---------------------------------------------------------------------------------------
+
+
+def _quantified(text: str, words: list[_Word], found: re.Match[str]) -> list[_Word]:
+    """The noun phrase right after a quantifier: joined content words, up to a possessive."""
+    run: list[_Word] = []
+    for word in words:
+        if word.start < found.end():
             continue
-        for later in words[index + 2 : index + 6]:
-            if _MODIFIER_WORD.fullmatch(later.group(0).lower()):
-                start = later.start()
-                end = start + len(re.split(r"[?.!,;]", question[start:], maxsplit=1)[0])
-                clause = _tokens(question[start:end])
-                while len(clause) > 1 and is_stop_word(clause[-1].group(0)):
-                    clause.pop()
-                end = start + clause[-1].end()
-                return Span(start, end, question[start:end])
+        if (
+            not word.content
+            or len(run) == _MAX_WORDS
+            or (run and not _joined(text, run[-1], word))
+            or (not run and word.start != found.end())
+        ):
+            break
+        run.append(word)
+        if _POSSESSIVE.search(word.text):
+            break
+    return run
+
+
+def _verb_follows(text: str, words: list[_Word], position: int) -> bool:
+    """Whether the quantified phrase at ``position`` is a subject whose verb comes right after
+    it: an auxiliary ("does every gym offer"), a relative pronoun ("that each student takes")
+    or a noun ("the films each service offers") right before the quantifier."""
+    before = [w for w in words if w.end <= position]
+    if not before or _CLAUSE_END.search(text[before[-1].end : position]):
+        return False
+    word = before[-1].text.lower()
+    if word in _AUXILIARIES or word in _RELATIVES:
+        return True
+    opens_clause = len(before) == 1 or bool(
+        _CLAUSE_END.search(text[before[-2].end : before[-1].start])
+    )
+    return before[-1].content and not opens_clause
+
+
+def _quantified_nouns(
+    readings: list[tuple[str, list[_Word]]], patterns: tuple[re.Pattern[str], ...] = _QUANTIFIERS
+) -> Iterator[tuple[list[str], bool]]:
+    """Each reading's quantified phrases: ``(its lemmas, whether a verb follows)``."""
+    for text, words in readings:
+        for pattern in patterns:
+            for found in pattern.finditer(text):
+                noun = _quantified(text, words, found)
+                if noun:
+                    yield [w.key for w in noun], _verb_follows(text, words, found.start())
+
+
+def _scope_span(question: str, readings: list[str]) -> tuple[Span, list[_Word]] | None:
+    """The quantified noun phrase ("each bank statement") and its noun's words.
+
+    The quantifier and the whole noun phrase after it; its last word is left out when it is
+    the verb of the phrase ("does every gym offer"), unless a reading quantifies the whole
+    phrase where no verb can follow ("For each bank statement, ..."). Without a quantifier
+    in the question: the question's noun that a reading quantifies ("gyms" for "For each gym").
+    """
+    words = _words(question)
+    read = [(r, _words(r)) for r in readings]
+    for pattern in _QUANTIFIERS:
+        for found in pattern.finditer(question):
+            noun = _quantified(question, words, found)
+            if not noun:
+                continue
+            keys = [w.key for w in noun]
+            if len(noun) > 1 and _verb_follows(question, words, found.start()):
+                as_noun = any(
+                    theirs[: len(keys)] == keys and not verb
+                    for theirs, verb in _quantified_nouns(read)
+                )
+                if not as_noun:
+                    noun = noun[:-1]
+            end = _span(question, noun).end
+            return Span(found.start(), end, question[found.start() : end]), noun
+    for theirs, _ in _quantified_nouns(read, _QUANTIFIERS[:1]):  # "all" also floats: "gyms all"
+        for i, word in enumerate(words):
+            if word.content and word.key == theirs[-1]:
+                noun = _run(question, words, i, -1, lambda w, t=frozenset(theirs): w.key in t)
+                return _span(question, noun), noun
     return None
 
 
-def ambiguity_term(question: str, ambig_type: str, readings: list[str]) -> TermChoice | None:
-    """The phrase of an ambiguous question that its readings disagree on, and how it was found.
+def _plural(noun: list[_Word], readings: list[str]) -> tuple[str, str]:
+    """The singular and plural of a noun phrase (its head inflected; a reading's own plural
+    first)."""
+    head = _POSSESSIVE.sub("", noun[-1].text)
+    prefix = " ".join(w.text for w in noun[:-1])
+    singular = head if lemma(head) == head.lower() else lemma(head)
+    plural = head if singular != head else None
+    for reading in readings:
+        for word in _words(reading):
+            if plural is None and word.key == singular.lower() and word.text.lower() != word.key:
+                plural = _POSSESSIVE.sub("", word.text)
+    if plural is None:
+        if re.search(r"(?:s|x|z|ch|sh)$", singular):
+            plural = singular + "es"
+        elif re.search(r"[^aeiou]y$", singular):
+            plural = singular[:-1] + "ies"
+        else:
+            plural = singular + "s"
+    return (f"{prefix} {singular}".strip(), f"{prefix} {plural}".strip())
 
-    The attachment suffix is stripped from the question and the readings first. ``scope``: the
-    quantifier and the noun phrase after it, as far as a reading repeats it
-    (``question_diff``); ``attachment``: the modifier after "X and Y" (``question_pattern``);
-    ``vague``: the longest run of words no reading repeats (``question_diff``). None when no
-    phrase of the question qualifies (see :func:`~ambitab_gym.convert.common.term_problem`).
+
+# -- attachment ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Attachment:
+    span: Span  # the modifier
+    nouns: tuple[str, ...]  # the nouns it may attach to
+    before: bool  # a pre-modifier ("Spanish-speaking servers and chefs")
+
+
+def _attachments(question: str) -> list[_Attachment]:
+    """The modifiers of "X and Y" (post-modifiers first): the modifier after Y within four
+    words after "and"/"or", up to the end of its clause ("with a pool", "whose salary is
+    $60,000"); the words before X's head ("Spanish-speaking servers and chefs")."""
+    words = _words(question)
+    after: list[_Attachment] = []
+    before: list[_Attachment] = []
+    for i, word in enumerate(words):
+        if word.text.lower() not in _CONJUNCTIONS or i == 0:
+            continue
+        first = _run(question, words, i - 1, -1, lambda w: w.content)
+        if not first:
+            continue
+        for j in range(i + 2, min(i + 6, len(words))):
+            if not _MODIFIER_WORD.fullmatch(words[j].text.lower()):
+                continue
+            second = [w.text for w in words[i + 1 : j] if w.content]
+            found = _CLAUSE_END.search(question, words[j].start)
+            end = found.start() if found else len(question)
+            clause = [w for w in words[j:] if w.end <= end]
+            while len(clause) > 1 and not clause[-1].content:
+                clause.pop()
+            if second:
+                nouns = (_span(question, first).phrase, " ".join(second))
+                after.append(_Attachment(_span(question, clause), nouns, False))
+            break
+        second_run = _run(question, words, i + 1, 1, lambda w: w.content)
+        if len(first) > 1 and second_run:
+            nouns = (first[-1].text, _span(question, second_run).phrase)
+            before.append(_Attachment(_span(question, first[:-1]), nouns, True))
+    return after + before
+
+
+def _attachment(question: str, readings: list[str]) -> _Attachment | None:
+    """The attachment whose modifier a reading repeats (attached to both nouns), else the first
+    post-modifier, else a pre-modifier that reads as one (hyphenated or a participle)."""
+    found = _attachments(question)
+    read = [[w.key for w in _words(r) if w.content] for r in readings]
+    for candidate in found:
+        keys = [w.key for w in _words(candidate.span.phrase) if w.content]
+        if any(_occurrences(theirs, keys) >= 2 for theirs in read):
+            return candidate
+    for candidate in found:
+        words = _words(candidate.span.phrase)
+        if not candidate.before or any(
+            "-" in w.text or _PARTICIPLE.fullmatch(w.text) for w in words
+        ):
+            return candidate
+    return None
+
+
+# -- vagueness -----------------------------------------------------------------------------------
+
+
+def _wh_phrase(question: str, words: list[_Word], k: int) -> tuple[int, int] | None:
+    """The wh-phrase with its noun: the wh-word up to the first content words after it ("Where
+    is the Jazz Nights festival"), without a verb at the end of the clause ("held")."""
+    end = k + 1
+    while (
+        end < len(words)
+        and not words[end].content
+        and _joined(question, words[end - 1], words[end])
+    ):
+        end += 1
+    if end == len(words) or not _joined(question, words[end - 1], words[end]):
+        return None
+    noun = _run(question, words, end, 1, lambda w: w.content)
+    helper = words[k + 1].text.lower() if k + 1 < end else ""
+    last = noun[-1]
+    if (
+        len(noun) > 1
+        and _ends_clause(question, last.end)
+        and (helper in _AUXILIARIES or (helper in _COPULAS and _PARTICIPLE.fullmatch(last.text)))
+    ):
+        noun = noun[:-1]
+    return k, end + len(noun)
+
+
+def _name_length(run: list[_Word], names: set[str], *, from_end: bool) -> int:
+    """How many words of a run, from its start (or its end), make one noun phrase: up to the
+    last word that the readings' tables and columns (``names``, lemmas) use ("commute time",
+    "ticket price" for ``adult_price``; "writers", not "writers live"); at least one; all of
+    them without ``names``."""
+    if not names:
+        return len(run)
+    keys = [w.key for w in (run[::-1] if from_end else run)]
+    return max([1] + [k + 1 for k, key in enumerate(keys) if key in names])
+
+
+def _edit_target(
+    question: str,
+    words: list[_Word],
+    i1: int,
+    i2: int,
+    present: set[str],
+    names: set[str],
+) -> tuple[int, int] | None:
+    """The question's words that one edit of a reading resolves (word indexes ``[a, b)``).
+
+    The words it replaces ("writers" -> "novelists"); a wh-word it replaces ("Where" -> "In
+    which city"); the phrase it specialises right after it ("mean" + "commute time", as far as
+    the readings' tables and columns, ``names``, use its words); the words the reading
+    dropped right after it ("trails are hard" -> "trails climb 500 m"); the words the reading
+    dropped just before the phrase before it ("most popular shop" -> "shop with the best
+    rating"), else that phrase; else the nearest words the reading does not repeat.
+    """
+
+    def absent(word: _Word) -> bool:
+        return word.content and word.key not in present
+
+    def kept(word: _Word) -> bool:
+        return word.content and word.key in present
+
+    best: list[_Word] = []
+    for i in range(i1, i2):
+        run = [w for w in _run(question, words, i, 1, absent) if w.end <= words[i2 - 1].end]
+        if len(run) > len(best):
+            best = run
+    if best:
+        first = words.index(best[0])
+        return first, first + len(best)
+    for i in range(i1, i2):
+        if words[i].text.lower() in _WH_WORDS:
+            return _wh_phrase(question, words, i)
+    after = _run(question, words, i2, 1, kept)
+    if after:
+        return i2, i2 + _name_length(after, names, from_end=False)
+    skipped = _run(question, words, i2, 1, lambda w: not w.content)
+    dropped = _run(question, words, i2 + len(skipped), 1, absent)
+    if dropped and (not skipped or _joined(question, skipped[-1], dropped[0])):
+        return i2 + len(skipped), i2 + len(skipped) + len(dropped)
+    left = _run(question, words, i1 - 1, -1, kept)
+    if left:
+        a = i1 - len(left)
+        dropped = _run(question, words, a - 1, -1, absent)
+        if dropped and _joined(question, dropped[-1], words[a]):
+            return a - len(dropped), a
+        return i1 - _name_length(left, names, from_end=True), i1
+    runs = []
+    for i, word in enumerate(words):
+        if absent(word) and (i == 0 or not absent(words[i - 1])):
+            runs.append((i, i + len(_run(question, words, i, 1, absent))))
+    return min(runs, key=lambda r: min(abs(r[0] - i1), abs(r[1] - i1)), default=None)
+
+
+def _vague_span(
+    question: str, readings: list[str], sqls: list[str]
+) -> list[tuple[Span, list[str]]]:
+    """The question's phrases the readings resolve differently, most readings first, each with
+    the readings' own words in its place.
+
+    Each reading is aligned with the question word by word (by lemma); an edit counts when the
+    reading's side has a word that tells the readings apart (a content word some readings use
+    and others do not; among those, the words of the tables, columns, values or statistics
+    that the readings' SQL does not share, when there are any). Paraphrases all readings share
+    ("sorted" -> "ordered") count for nothing.
+    """
+    words = _words(question)
+    keys = [w.key for w in words]
+    read = [_words(r) for r in readings]
+    if len(read) < 2:
+        return []
+    shared = set.intersection(*({w.key for w in r} for r in read))
+    distinct = {w.key for r in read for w in r if w.content} - shared
+    sql_words = {w.lemma for name in _sql_aliases(sqls) for w in lemma_words(name)}
+    names = {
+        w.lemma for sql in sqls for name in sql_names(sql, "sqlite") for w in lemma_words(name)
+    }
+    marks = (distinct & sql_words) or distinct
+    votes: dict[tuple[int, int], int] = {}
+    said: dict[tuple[int, int], list[str]] = {}
+    for reading, text in zip(read, readings, strict=True):
+        theirs = [w.key for w in reading]
+        targets: dict[tuple[int, int], list[str]] = {}
+        matcher = SequenceMatcher(None, keys, theirs, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal" or not any(k in marks for k in theirs[j1:j2]):
+                continue
+            target = _edit_target(question, words, i1, i2, set(theirs), names)
+            if target is None or target[0] >= target[1]:
+                continue
+            inserted = reading[j1:j2]
+            phrases = targets.setdefault(target, [])
+            for i, word in enumerate(inserted):
+                if word.content and (i == 0 or not inserted[i - 1].content):
+                    run = _run(text, inserted, i, 1, lambda w: w.content)
+                    if any(w.key in distinct for w in run):
+                        phrases.append(_span(text, run).phrase)
+        for target, phrases in targets.items():
+            votes[target] = votes.get(target, 0) + 1
+            said.setdefault(target, []).extend(phrases)
+    ranked = sorted(votes, key=lambda t: (-votes[t], t[0]))
+    return [(_span(question, words[a:b]), said[(a, b)]) for a, b in ranked]
+
+
+# -- aliases -------------------------------------------------------------------------------------
+
+
+def _sql_aliases(sqls: list[str]) -> list[str]:
+    """The names and statistics that tell the readings' SQL apart."""
+    return reading_aliases(sqls, "sqlite") + statistic_aliases(sqls, "sqlite") if sqls else []
+
+
+def _verb_phrases(modifier: str) -> list[str]:
+    """A compound participle as the verb phrase people say ("Spanish-speaking" -> "speak
+    Spanish").
+
+    >>> _verb_phrases("Spanish-speaking"), _verb_phrases("with a pool")
+    (['speak Spanish'], [])
+    """
+    found = re.findall(r"\b([A-Za-z]+)-([A-Za-z]+ing)\b", modifier)
+    return [f"{lemma(verb)} {thing}" for thing, verb in found]
+
+
+def _usable(alias: str) -> bool:
+    """An alias a question can name: words a term may be (not "both", "sum"), not a lone digit."""
+    return term_problem(alias) is None and not re.fullmatch(r"\d", alias.strip())
+
+
+def ambiguity_term(
+    question: str, ambig_type: str, readings: list[str], sqls: Sequence[str] = ()
+) -> TermChoice | None:
+    """The phrase of an ambiguous question that its readings disagree on, the words that name
+    its readings (aliases), and how the phrase was found.
+
+    The attachment suffix is stripped from the question and the readings first.
+
+    * ``scope``: the quantifier and the whole noun phrase after it, without a verb that
+      follows it ("each bank statement", "every gym" of "does every gym offer";
+      ``question_diff``); aliases :func:`~ambitab_gym.aliases.scope_aliases` of its noun.
+    * ``attachment``: the modifier of "X and Y" - after Y up to the end of its clause, numbers
+      whole ("whose salary is $60,000"), or before X ("Spanish-speaking") - preferring the one
+      a reading attaches to both nouns (``question_pattern``); aliases
+      :func:`~ambitab_gym.aliases.attachment_aliases` of the modifier and the nouns.
+    * ``vague``: the question's phrase that the readings replace or specialise in different
+      ways ("writers" -> novelists/playwrights, "commute time" -> mean/median commute time; a
+      wh-word with its noun, "Where is the festival"), found by aligning each reading with the
+      question; else the longest run no reading repeats (``question_diff``); aliases: the
+      names that tell the readings' SQL apart (:func:`~ambitab_gym.aliases.reading_aliases`,
+      :func:`~ambitab_gym.aliases.statistic_aliases`) and the readings' own words for it.
+
+    Aliases are finished by :func:`~ambitab_gym.aliases.clean_aliases`. None when no phrase
+    qualifies (see :func:`~ambitab_gym.convert.common.term_problem`).
 
     Args:
         question: the ambiguous question.
         ambig_type: ``scope``, ``attachment`` or ``vague``.
         readings: the questions of its unambiguous readings.
+        sqls: the readings' gold SQL, in the same order (for the vague aliases and to weigh
+            the readings' words).
 
     >>> ambiguity_term("Which classes does every gym offer?", "scope",
     ...     ["Which classes are offered by all gyms?", "For each gym, which classes does it offer?"]).term
     'every gym'
-    >>> ambiguity_term("What films does each streaming service offer?", "scope",
-    ...     ["For each streaming service, what films does it offer?"]).term
-    'each streaming service'
+    >>> ambiguity_term("What transaction types do customers have on each bank statement?", "scope",
+    ...     ["For each bank statement, what types do they have?"]).term
+    'each bank statement'
     >>> ambiguity_term("What activities does each club run?", "scope",
-    ...     ["What activities do all clubs run?", "For each club, what does it run?"]).term
-    'each club'
+    ...     ["What activities do all clubs run?", "For each club, what does it run?"]).aliases[:3]
+    ('every club', 'per club', 'all clubs')
     >>> ambiguity_term("List hotels and restaurants with a pool. Show them in one table.", "attachment",
     ...     []).term
     'with a pool'
+    >>> ambiguity_term("List engineers and managers whose salary is $60,000.", "attachment", []).term
+    'whose salary is $60,000'
+    >>> choice = ambiguity_term("List the Spanish-speaking servers and chefs.", "attachment", [])
+    >>> choice.term, choice.aliases
+    ('Spanish-speaking', ('servers', 'chefs', 'only the chefs', 'speak Spanish'))
     >>> ambiguity_term("What's the most popular shop?", "vague",
     ...     ["What is the shop with most customers?", "What is the shop with the best rating?"]).term
     'popular'
-    >>> ambiguity_term("Name the screenwriters and directors born in 1970.", "attachment", []).term
-    'born in 1970'
+    >>> choice = ambiguity_term("Show the commute time, sorted by name.", "vague",
+    ...     ["Show the mean commute time, ordered by name.",
+    ...      "Show the median commute time, ordered by name."],
+    ...     ["SELECT AVG(commute_time) FROM c", "SELECT MEDIAN(commute_time) FROM c"])
+    >>> choice.term, choice.aliases
+    ('commute time', ('mean', 'average', 'median'))
+    >>> ambiguity_term("Who runs the fair?", "vague",
+    ...     ["Which teacher runs the fair?", "Which department runs the fair?"]).term
+    'Who runs'
     >>> ambiguity_term("Show them in one table.", "attachment", []) is None
     True
     """
     kind = (ambig_type or "").strip().lower()
     bare = strip_instructions(question)
     readings = [strip_instructions(r) for r in readings]
-    attempts: list[tuple[Span | None, str]] = []
+    sqls = list(sqls)
+    attempts: list[tuple[Span, list[str], str]] = []
     if kind == "scope":
-        attempts.append((_scope_span(bare, readings), "question_diff"))
+        found = _scope_span(bare, readings)
+        if found is not None:
+            span, noun = found
+            attempts.append((span, scope_aliases(*_plural(noun, readings)), "question_diff"))
     elif kind == "attachment":
-        attempts.append((_attachment_span(bare), "question_pattern"))
+        attachment = _attachment(bare, readings)
+        if attachment is not None:
+            phrase = attachment.span.phrase
+            aliases = attachment_aliases(phrase, attachment.nouns) + _verb_phrases(phrase)
+            attempts.append((attachment.span, aliases, "question_pattern"))
+    else:
+        for span, said in _vague_span(bare, readings, sqls):
+            attempts.append((span, _sql_aliases(sqls) + said, "question_diff"))
     if readings:
-        attempts.append((diff_phrase(bare, readings), "question_diff"))
-    for span, origin in attempts:
-        if span is not None and term_problem(span.phrase) is None:
-            return TermChoice(span.phrase, (), origin)
+        diff = diff_phrase(bare, readings)
+        if diff is not None:
+            attempts.append((diff, _sql_aliases(sqls) if kind == "vague" else [], "question_diff"))
+    for span, aliases, origin in attempts:
+        if term_problem(span.phrase) is None:
+            usable = [a for a in aliases if _usable(a)]
+            return TermChoice(span.phrase, tuple(clean_aliases(span.phrase, usable)), origin)
     return None
 
 
@@ -423,9 +823,12 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     )
     rows = [{**row, "_row": str(number)} for number, row in enumerate(rows, start=1)]
     kept_rows = []
+    partition: dict[str, str] = {}  # the converted partition's ambiguous items -> their type
     for row in rows:
         label = _split_label(row.get("split"))
         key = f"{source.name}:row{row['_row']}"
+        if label in KEPT_SPLITS and _truthy(row.get("is_ambiguous")):
+            partition[key] = (row.get("ambig_type") or "").strip().lower() or "unknown"
         if label in FEW_SHOT_SPLITS:
             if _truthy(row.get("is_ambiguous")):
                 conversion.drops.append(
@@ -493,7 +896,36 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     conversion.notes["skipped_dump_statements"] = skipped
     conversion.notes["failed_dumps"] = len(failed)
     conversion.notes["attachment_suffix"] = ATTACHMENT_SUFFIX
+    conversion.notes["ambiguity_types"] = drops_by_type(partition, conversion.drops)
     return conversion
+
+
+def drops_by_type(types: dict[str, str], drops: list[Drop]) -> dict[str, dict]:
+    """Per ambiguity type: its items, the drops among them by reason, and each reason's share.
+
+    Args:
+        types: item key -> ambiguity type (the items of the converted partition).
+        drops: the drops (those of other items are not counted).
+
+    >>> drops_by_type({"a": "vague", "b": "vague", "c": "scope"}, [Drop("b", "no_term_in_request")])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'scope': {'items': 1, 'dropped': {}, 'share_dropped': {}},
+     'vague': {'items': 2, 'dropped': {'no_term_in_request': 1},
+               'share_dropped': {'no_term_in_request': 0.5}}}
+    """
+    out: dict[str, dict] = {}
+    for kind in sorted(set(types.values())):
+        items = sum(1 for t in types.values() if t == kind)
+        reasons: dict[str, int] = {}
+        for drop in drops:
+            if types.get(drop.item) == kind:
+                reasons[drop.reason] = reasons.get(drop.reason, 0) + 1
+        out[kind] = {
+            "items": items,
+            "dropped": dict(sorted(reasons.items())),
+            "share_dropped": {r: round(n / items, 4) for r, n in sorted(reasons.items())},
+        }
+    return out
 
 
 def _item(row, key, index, names, readings, finder=None) -> Item | Drop:
@@ -516,7 +948,7 @@ def _item(row, key, index, names, readings, finder=None) -> Item | Drop:
     kind = row["ambig_type"].strip().lower()
     request = public_request(question, kind)
     reading_questions = [strip_instructions(reading["question"]) for _, reading in linked]
-    choice = ambiguity_term(question, kind, reading_questions)
+    choice = ambiguity_term(question, kind, reading_questions, [sql for sql, _ in linked])
     if choice is None and finder is not None:
         found = finder.find(
             question, f"{kind} ambiguity; its readings: " + " | ".join(reading_questions)

@@ -10,6 +10,15 @@ empty); the ``hotels`` dump has a MySQL line that SQLite rejects (skipped and co
 ``legacy`` dump is a processed MySQL dump that SQLite rejects entirely (its item is dropped).
 The ``parks`` rows come from a re-split CSV that already carries the loaders' attachment suffix
 " Show them in one table." in ``question`` and ``ambig_question``; the ``hotels`` rows do not.
+
+Items for the harder term cases: a vague word the readings specialise ("commute time" ->
+mean/median commute time, with paraphrase noise "different", "sorted"), a vague word the
+readings replace behind a noise word ("respective" ... "writers" -> novelists/playwrights), a
+wh-word ambiguity ("Where" -> city/venue), a compound noun after the quantifier after an
+auxiliary ("do customers have on each bank statement"), attachment modifiers with a number
+"$60,000" and a date "10.11.2018", a pre-modifier attachment ("Spanish-speaking servers and
+chefs"), and a scope item whose request has no quantifier and whose readings add no word (no
+term can be defended: dropped).
 """
 
 from __future__ import annotations
@@ -63,6 +72,48 @@ INSERT INTO park VALUES ('Riverside', 1), ('Oak Hill', 0);
 INSERT INTO museum VALUES ('Modern', 1), ('History', 0);
 """
 
+NEIGHBORHOODS_DUMP = """CREATE TABLE neighborhood (name TEXT, mean_commute_time REAL,
+    median_commute_time REAL);
+INSERT INTO neighborhood VALUES ('Ashton', 31.5, 28.0), ('Brookside', 22.0, 24.5),
+    ('Cedar Park', 40.2, 35.0);
+"""
+
+WRITERS_DUMP = """CREATE TABLE novelist (name TEXT, birth_city TEXT, birth_year INTEGER);
+CREATE TABLE playwright (name TEXT, birth_city TEXT, birth_year INTEGER);
+INSERT INTO novelist VALUES ('Moira Bell', 'Edinburgh', 1961), ('Tom Reid', 'Glasgow', 1970);
+INSERT INTO playwright VALUES ('Ian Lusk', 'Edinburgh', 1955), ('Ann Grey', 'Leeds', 1980);
+"""
+
+FESTIVALS_DUMP = """CREATE TABLE festival (name TEXT, city TEXT, venue TEXT);
+INSERT INTO festival VALUES ('Jazz Nights', 'Leeds', 'Town Hall'), ('Folk Days', 'York', 'Barbican');
+"""
+
+BANK_DUMP = """CREATE TABLE bank_statement (id INTEGER PRIMARY KEY, customer TEXT);
+CREATE TABLE transaction_type (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE statement_line (statement_id INTEGER, type_id INTEGER);
+INSERT INTO bank_statement VALUES (1, 'Ray'), (2, 'Sue'), (3, 'Ola');
+INSERT INTO transaction_type VALUES (1, 'deposit'), (2, 'withdrawal'), (3, 'fee');
+INSERT INTO statement_line VALUES (1, 1), (1, 3), (2, 1), (3, 1), (3, 2);
+"""
+
+SALARIES_DUMP = """CREATE TABLE engineer (name TEXT, salary INTEGER);
+CREATE TABLE manager (name TEXT, salary INTEGER);
+INSERT INTO engineer VALUES ('Ada', 60000), ('Ben', 52000);
+INSERT INTO manager VALUES ('Cleo', 60000), ('Dev', 75000);
+"""
+
+DAIRY_DUMP = """CREATE TABLE cheese (name TEXT, best_before TEXT);
+CREATE TABLE yogurt (name TEXT, best_before TEXT);
+INSERT INTO cheese VALUES ('Brie', '10.11.2018'), ('Gouda', '02.03.2019');
+INSERT INTO yogurt VALUES ('Greek', '10.11.2018'), ('Skyr', '05.12.2018');
+"""
+
+STAFF_DUMP = """CREATE TABLE server (name TEXT, language TEXT);
+CREATE TABLE chef (name TEXT, language TEXT);
+INSERT INTO server VALUES ('Lola', 'Spanish'), ('Max', 'German');
+INSERT INTO chef VALUES ('Pablo', 'Spanish'), ('Nina', 'French');
+"""
+
 LEGACY_DUMP = """SET NAMES utf8mb4;
 CREATE TABLE `shop` (`name` varchar(20)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 LOCK TABLES `shop` WRITE;
@@ -74,6 +125,13 @@ PARKS = "data/attachment/parks/parks.sqlite"
 LEGACY = "data/vague/legacy/legacy.sqlite"
 HOTELS = "data/attachment/hotels/hotels.sqlite"
 SHOPS = "data/vague/shops/shops.sqlite"
+NEIGHBORHOODS = "data/vague/neighborhoods/neighborhoods.sqlite"
+WRITERS = "data/vague/writers/writers.sqlite"
+FESTIVALS = "data/vague/festivals/festivals.sqlite"
+BANK = "data/scope/bank/bank.sqlite"
+SALARIES = "data/attachment/salaries/salaries.sqlite"
+DAIRY = "data/attachment/dairy/dairy.sqlite"
+STAFF = "data/attachment/staff/staff.sqlite"
 
 COLLECTIVE_SQL = (
     "SELECT c.name FROM fitness_class AS c JOIN gym_class AS l ON l.class_id = c.id "
@@ -104,6 +162,44 @@ RATING_SQL = "SELECT name FROM shop WHERE rating > 4"
 # two readings that return the same rows: the item is dropped
 SAME_A_SQL = "SELECT name FROM shop WHERE customers > 200"
 SAME_B_SQL = "SELECT name FROM shop WHERE rating > 4.7"
+MEAN_SQL = "SELECT name, mean_commute_time FROM neighborhood ORDER BY name"
+MEDIAN_SQL = "SELECT name, median_commute_time FROM neighborhood ORDER BY name"
+MEAN_MEDIAN_SQL = (
+    "SELECT name, mean_commute_time, median_commute_time FROM neighborhood ORDER BY name"
+)
+NOVELISTS_SQL = "SELECT name, birth_year FROM novelist WHERE birth_city = 'Edinburgh'"
+PLAYWRIGHTS_SQL = "SELECT name, birth_year FROM playwright WHERE birth_city = 'Edinburgh'"
+WRITERS_SQL = f"{NOVELISTS_SQL} UNION {PLAYWRIGHTS_SQL}"
+CITY_SQL = "SELECT city FROM festival WHERE name = 'Jazz Nights'"
+VENUE_SQL = "SELECT venue FROM festival WHERE name = 'Jazz Nights'"
+CITY_VENUE_SQL = "SELECT city, venue FROM festival WHERE name = 'Jazz Nights'"
+PER_STATEMENT_SQL = (
+    "SELECT s.id, t.name FROM bank_statement AS s JOIN statement_line AS l "
+    "ON l.statement_id = s.id JOIN transaction_type AS t ON t.id = l.type_id"
+)
+ALL_STATEMENTS_SQL = (
+    "SELECT t.name FROM transaction_type AS t JOIN statement_line AS l ON l.type_id = t.id "
+    "GROUP BY t.id HAVING COUNT(DISTINCT l.statement_id) = (SELECT COUNT(*) FROM bank_statement)"
+)
+BOTH_SALARY_SQL = (
+    "SELECT name FROM engineer WHERE salary = 60000 "
+    "UNION SELECT name FROM manager WHERE salary = 60000"
+)
+MANAGER_SALARY_SQL = "SELECT name FROM engineer UNION SELECT name FROM manager WHERE salary = 60000"
+BOTH_DATE_SQL = (
+    "SELECT name FROM cheese WHERE best_before = '10.11.2018' "
+    "UNION SELECT name FROM yogurt WHERE best_before = '10.11.2018'"
+)
+YOGURT_DATE_SQL = (
+    "SELECT name FROM cheese UNION SELECT name FROM yogurt WHERE best_before = '10.11.2018'"
+)
+BOTH_SPANISH_SQL = (
+    "SELECT name FROM server WHERE language = 'Spanish' "
+    "UNION SELECT name FROM chef WHERE language = 'Spanish'"
+)
+SERVER_SPANISH_SQL = (
+    "SELECT name FROM server WHERE language = 'Spanish' UNION SELECT name FROM chef"
+)
 
 
 def _row(question, gold, kind, db_file, dump, ambiguous, ambig_question="", split="test"):
@@ -130,6 +226,14 @@ def rows() -> list[dict[str, str]]:
     q_popular = "What's the most popular shop? Please list them."
     q_busy = "Which shops are busy?"
     q_big = "Which shops are big?"
+    q_commute = "Show the commute time for the different neighborhoods, sorted by name."
+    q_writers = "List the respective birth years of the writers born in Edinburgh."
+    q_where = "Where is the Jazz Nights festival held?"
+    q_bank = "What transaction types do customers have on each bank statement?"
+    q_salary = "List the engineers and managers whose salary is $60,000."
+    q_dairy = "Show the cheeses and yogurts with a best before date of 10.11.2018."
+    q_staff = "List the Spanish-speaking servers and chefs."
+    q_offer = "Which classes do the gyms offer?"
     return [
         _row(q_gym, [COLLECTIVE_SQL, DISTRIBUTIVE_SQL], "scope", GYMS, GYMS_DUMP, True),
         _row("Which classes are offered by all gyms?", [COLLECTIVE_SQL], "scope", GYMS,
@@ -175,6 +279,68 @@ def rows() -> list[dict[str, str]]:
              False, "Which shops are cheap?"),
         _row("Which shops have low prices?", ["SELECT name FROM shop LIMIT 1"], "vague", LEGACY,
              LEGACY_DUMP, False, "Which shops are cheap?"),
+        # a vague word the readings specialise (mean/median commute time); the readings also
+        # paraphrase "different" and "sorted", which are not what they disagree about
+        _row(q_commute, [MEAN_SQL, MEDIAN_SQL, MEAN_MEDIAN_SQL], "vague", NEIGHBORHOODS,
+             NEIGHBORHOODS_DUMP, True),
+        _row("Show the mean commute time for each neighborhood, ordered by name.", [MEAN_SQL],
+             "vague", NEIGHBORHOODS, NEIGHBORHOODS_DUMP, False, q_commute),
+        _row("Show the median commute time for each neighborhood, ordered by name.",
+             [MEDIAN_SQL], "vague", NEIGHBORHOODS, NEIGHBORHOODS_DUMP, False, q_commute),
+        _row("Show both the mean and the median commute time for each neighborhood, ordered by "
+             "name.", [MEAN_MEDIAN_SQL], "vague", NEIGHBORHOODS, NEIGHBORHOODS_DUMP, False,
+             q_commute),
+        # a vague word the readings replace (novelists/playwrights) after a noise word
+        _row(q_writers, [NOVELISTS_SQL, PLAYWRIGHTS_SQL, WRITERS_SQL], "vague", WRITERS,
+             WRITERS_DUMP, True),
+        _row("List the birth years of the novelists born in Edinburgh.", [NOVELISTS_SQL],
+             "vague", WRITERS, WRITERS_DUMP, False, q_writers),
+        _row("List the birth years of the playwrights born in Edinburgh.", [PLAYWRIGHTS_SQL],
+             "vague", WRITERS, WRITERS_DUMP, False, q_writers),
+        _row("List the birth years of the novelists and playwrights born in Edinburgh.",
+             [WRITERS_SQL], "vague", WRITERS, WRITERS_DUMP, False, q_writers),
+        # a wh-word ambiguity: "Where" is the city or the venue
+        _row(q_where, [CITY_SQL, VENUE_SQL, CITY_VENUE_SQL], "vague", FESTIVALS,
+             FESTIVALS_DUMP, True),
+        _row("In which city is the Jazz Nights festival held?", [CITY_SQL], "vague", FESTIVALS,
+             FESTIVALS_DUMP, False, q_where),
+        _row("At which venue is the Jazz Nights festival held?", [VENUE_SQL], "vague",
+             FESTIVALS, FESTIVALS_DUMP, False, q_where),
+        _row("In which city and at which venue is the Jazz Nights festival held?",
+             [CITY_VENUE_SQL], "vague", FESTIVALS, FESTIVALS_DUMP, False, q_where),
+        # a compound noun after the quantifier, at the end of a clause with an auxiliary
+        _row(q_bank, [PER_STATEMENT_SQL, ALL_STATEMENTS_SQL], "scope", BANK, BANK_DUMP, True),
+        _row("For each bank statement, what transaction types do customers have on it?",
+             [PER_STATEMENT_SQL], "scope", BANK, BANK_DUMP, False, q_bank),
+        _row("What transaction types do customers have on all bank statements?",
+             [ALL_STATEMENTS_SQL], "scope", BANK, BANK_DUMP, False, q_bank),
+        # attachment modifiers holding a number with a comma and a date with dots
+        _row(q_salary, [BOTH_SALARY_SQL, MANAGER_SALARY_SQL], "attachment", SALARIES,
+             SALARIES_DUMP, True),
+        _row("List the engineers whose salary is $60,000 and the managers whose salary is "
+             "$60,000.", [BOTH_SALARY_SQL], "attachment", SALARIES, SALARIES_DUMP, False,
+             q_salary),
+        _row("List all engineers, and the managers whose salary is $60,000.",
+             [MANAGER_SALARY_SQL], "attachment", SALARIES, SALARIES_DUMP, False, q_salary),
+        _row(q_dairy, [BOTH_DATE_SQL, YOGURT_DATE_SQL], "attachment", DAIRY, DAIRY_DUMP, True),
+        _row("Show the cheeses with a best before date of 10.11.2018 and the yogurts with a best "
+             "before date of 10.11.2018.", [BOTH_DATE_SQL], "attachment", DAIRY, DAIRY_DUMP,
+             False, q_dairy),
+        _row("Show all cheeses, and the yogurts with a best before date of 10.11.2018.",
+             [YOGURT_DATE_SQL], "attachment", DAIRY, DAIRY_DUMP, False, q_dairy),
+        # a pre-modifier attachment
+        _row(q_staff, [BOTH_SPANISH_SQL, SERVER_SPANISH_SQL], "attachment", STAFF, STAFF_DUMP,
+             True),
+        _row("List the Spanish-speaking servers and the Spanish-speaking chefs.",
+             [BOTH_SPANISH_SQL], "attachment", STAFF, STAFF_DUMP, False, q_staff),
+        _row("List the Spanish-speaking servers and all chefs.", [SERVER_SPANISH_SQL],
+             "attachment", STAFF, STAFF_DUMP, False, q_staff),
+        # no quantifier in the request and no word the readings add: no term can be defended
+        _row(q_offer, [COLLECTIVE_SQL, DISTRIBUTIVE_SQL], "scope", GYMS, GYMS_DUMP, True),
+        _row("Which classes are offered by the gyms?", [COLLECTIVE_SQL], "scope", GYMS,
+             GYMS_DUMP, False, q_offer),
+        _row("Which classes do the gyms all offer?", [DISTRIBUTIVE_SQL], "scope", GYMS,
+             GYMS_DUMP, False, q_offer),
         # a few-shot example (official label): excluded with its readings
         _row("Which shops does every customer like?", [RATING_SQL, CUSTOMERS_SQL], "scope",
              SHOPS, SHOPS_DUMP, True, split="few_shot_examples"),
