@@ -6,6 +6,7 @@
 The corpus goes to ``<data home>/corpora/<name>`` unless ``--out`` says otherwise, where
 ``gym.make`` finds it. With ``--json`` the last line of stdout is one JSON object:
 ``{"corpus", "out", "records", "avts", "retained_items", "dropped": {reason: count},
+"dropped_by_type"?: {type: {"items", "dropped", "share_dropped"}} (sources whose items have kinds),
 "terms": {"counted_ambiguities", "in_request", "share_in_request", "origins": {origin: count}}}``
 (``terms``: how many counted ambiguity terms occur in their request, and how they were derived).
 """
@@ -151,6 +152,11 @@ def _print(report, *, as_json: bool) -> None:
         ]
         for reason, count in sorted(report.dropped.items()):
             lines.append(f"  dropped {count:>6}  {reason}")
+        for group, counts in (report.dropped_by_type or {}).items():
+            shares = ", ".join(
+                f"{reason} {share:.0%}" for reason, share in counts["share_dropped"].items()
+            )
+            lines.append(f"  {group}: {counts['items']} items, dropped {shares or 'none'}")
         terms = report.terms or {}
         if terms.get("counted_ambiguities"):
             origins = ", ".join(f"{k} {v}" for k, v in terms["origins"].items())

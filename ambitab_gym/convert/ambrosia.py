@@ -11,8 +11,8 @@ question is its resolution (and frozen response), its SQL the reference. The amb
 comes from the annotation type: the quantified noun phrase for ``scope``, the attached modifier
 for ``attachment`` and the words the readings replace or specialise for ``vague``; its aliases
 name the readings (the scope cues with the noun, the modifier's nouns, the columns, values,
-statistics and words that tell the readings apart). The share of items each reason drops is
-recorded per ambiguity type (``provenance.ambiguity_types``). Databases are built from the
+statistics and words that tell the readings apart). Items and drops carry their ambiguity
+type, so the build report gives the share of items each reason drops per type. Databases are built from the
 dumps by SQLite itself, so foreign keys with ``ON DELETE CASCADE``, transactions, pragmas,
 indexes, views, updates and deletes all behave as in SQLite; statements SQLite rejects (other
 dialects' ``SET`` or ``LOCK`` lines) are skipped and counted. Local train and test slices are
@@ -21,7 +21,6 @@ database-disjoint within each ambiguity type, toward a 20% test share, drawn wit
 * :func:`convert` - the converter entry point.
 * :func:`build_from_dump` - a SQLite database from a dump, robustly.
 * :func:`ambiguity_term` - the term of an ambiguous question and the aliases of its readings.
-* :func:`drops_by_type` - the items and drops of each ambiguity type (``provenance``).
 * :func:`split_gold_queries` - the SQL of a ``gold_queries`` cell.
 """
 
@@ -32,7 +31,7 @@ import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from pathlib import Path
 
@@ -79,7 +78,6 @@ __all__ = [
     "assign_splits",
     "build_from_dump",
     "convert",
-    "drops_by_type",
     "split_gold_queries",
 ]
 
@@ -896,36 +894,10 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     conversion.notes["skipped_dump_statements"] = skipped
     conversion.notes["failed_dumps"] = len(failed)
     conversion.notes["attachment_suffix"] = ATTACHMENT_SUFFIX
-    conversion.notes["ambiguity_types"] = drops_by_type(partition, conversion.drops)
+    conversion.drops = [replace(d, group=partition.get(d.item, "")) for d in conversion.drops]
+    for item in conversion.items:
+        item.group = partition.get(item.key, "")
     return conversion
-
-
-def drops_by_type(types: dict[str, str], drops: list[Drop]) -> dict[str, dict]:
-    """Per ambiguity type: its items, the drops among them by reason, and each reason's share.
-
-    Args:
-        types: item key -> ambiguity type (the items of the converted partition).
-        drops: the drops (those of other items are not counted).
-
-    >>> drops_by_type({"a": "vague", "b": "vague", "c": "scope"}, [Drop("b", "no_term_in_request")])
-    ... # doctest: +NORMALIZE_WHITESPACE
-    {'scope': {'items': 1, 'dropped': {}, 'share_dropped': {}},
-     'vague': {'items': 2, 'dropped': {'no_term_in_request': 1},
-               'share_dropped': {'no_term_in_request': 0.5}}}
-    """
-    out: dict[str, dict] = {}
-    for kind in sorted(set(types.values())):
-        items = sum(1 for t in types.values() if t == kind)
-        reasons: dict[str, int] = {}
-        for drop in drops:
-            if types.get(drop.item) == kind:
-                reasons[drop.reason] = reasons.get(drop.reason, 0) + 1
-        out[kind] = {
-            "items": items,
-            "dropped": dict(sorted(reasons.items())),
-            "share_dropped": {r: round(n / items, 4) for r, n in sorted(reasons.items())},
-        }
-    return out
 
 
 def _item(row, key, index, names, readings, finder=None) -> Item | Drop:

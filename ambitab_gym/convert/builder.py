@@ -107,6 +107,7 @@ class BuildReport:
     violations: list[dict[str, str]] = field(default_factory=list)
     error: str | None = None
     terms: dict[str, Any] | None = None
+    dropped_by_type: dict[str, dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -119,6 +120,8 @@ class BuildReport:
         }
         if self.terms is not None:
             data["terms"] = self.terms
+        if self.dropped_by_type:
+            data["dropped_by_type"] = self.dropped_by_type
         if self.error is not None:
             data["error"] = self.error
             data["violations"] = self.violations
@@ -266,11 +269,12 @@ def check_items(
                         item.key,
                         "duplicate_request",
                         f"same request and database as {requests[request]}",
+                        item.group,
                     )
                 )
                 continue
             requests[request] = item.key
-            kept.append(Item(item.key, survivors, item.min_records))
+            kept.append(Item(item.key, survivors, item.min_records, item.group))
             drops.extend(lost)  # single readings lost from a retained item
         else:
             reason = lost[0].reason if lost else "too_few_readings"
@@ -278,8 +282,43 @@ def check_items(
                 f"{len(survivors)} of {len(item.records)} readings survive, "
                 f"{item.min_records} needed"
             )
-            drops.append(Drop(item.key, reason, detail[:500]))
+            drops.append(Drop(item.key, reason, detail[:500], item.group))
     return kept, drops
+
+
+def drops_by_group(items: list[Item], drops: list[Drop]) -> dict[str, dict[str, Any]]:
+    """Per item kind: its source items, the items dropped by reason and each reason's share.
+
+    Args:
+        items: the retained items.
+        drops: every drop; those without a group (or of single readings) are not counted.
+
+    Example:
+        >>> kept = [Item("a", [], group="vague"), Item("c", [], group="scope")]
+        >>> drops_by_group(kept, [Drop("b", "no_term_in_request", group="vague")])
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'scope': {'items': 1, 'dropped': {}, 'share_dropped': {}},
+         'vague': {'items': 2, 'dropped': {'no_term_in_request': 1},
+                   'share_dropped': {'no_term_in_request': 0.5}}}
+    """
+    seen: dict[str, set[str]] = {}
+    reasons: dict[str, Counter] = {}
+    for item in items:
+        if item.group:
+            seen.setdefault(item.group, set()).add(item.key)
+    for drop in drops:
+        if drop.group:
+            seen.setdefault(drop.group, set()).add(drop.item)
+            reasons.setdefault(drop.group, Counter())[drop.reason] += 1
+    out = {}
+    for group in sorted(seen):
+        total, counts = len(seen[group]), reasons.get(group, Counter())
+        out[group] = {
+            "items": total,
+            "dropped": dict(sorted(counts.items())),
+            "share_dropped": {r: round(n / total, 4) for r, n in sorted(counts.items())},
+        }
+    return out
 
 
 def _validate(folder: Path) -> list[dict[str, str]] | None:
@@ -475,6 +514,7 @@ def build_corpus(
             retained_items=len(items),
             dropped=dropped,
             terms=term_quality(records),
+            dropped_by_type=drops_by_group(items, drops) or None,
         )
         violations = _validate(tmp) if validate else None
         if violations:

@@ -108,10 +108,14 @@ class Drop:
     item: str
     reason: str
     detail: str = ""
+    group: str = ""  # the item's kind for per-kind reports (Ambrosia: its ambiguity type)
 
     def as_dict(self) -> dict[str, str]:
         """JSON form (one line of ``dropped.jsonl``)."""
-        return {"item": self.item, "reason": self.reason, "detail": self.detail}
+        out = {"item": self.item, "reason": self.reason, "detail": self.detail}
+        if self.group:
+            out["group"] = self.group
+        return out
 
 
 @dataclass
@@ -122,6 +126,7 @@ class Item:
         key: a stable name of the source item, used in drop reports.
         records: its records, in order (the first is the AVT's default reading).
         min_records: the item is dropped when fewer records survive the build checks.
+        group: the item's kind for per-kind drop reports ("" when the source has none).
 
     Example:
         >>> Item("dev.json#0", []).min_records
@@ -131,6 +136,7 @@ class Item:
     key: str
     records: list[TaskRecord]
     min_records: int = 1
+    group: str = ""
 
 
 @dataclass

@@ -139,11 +139,11 @@ def test_one_record_per_reading_with_terms_from_the_readings(tmp_path):
 
 
 def test_drops_are_reported_per_ambiguity_type(tmp_path):
-    out, _ = build(tmp_path)
-    manifest = json.loads((out / "manifest.json").read_text())
-    # the converted partition's ambiguous questions per type (few-shot rows are not in it) and
-    # what the conversion dropped of them (the build checks' drops are in dropped.jsonl)
-    assert manifest["provenance"]["ambiguity_types"] == {
+    _, report = build(tmp_path)
+    # the partition's ambiguous questions per type (few-shot rows are not in it), with what the
+    # conversion and the build checks dropped of them: the vague "busy shops" item loses a
+    # reading whose result equals its twin's (duplicate_result), leaving one reading
+    assert report["dropped_by_type"] == {
         "attachment": {"items": 5, "dropped": {}, "share_dropped": {}},
         "scope": {
             "items": 4,
@@ -152,8 +152,16 @@ def test_drops_are_reported_per_ambiguity_type(tmp_path):
         },
         "vague": {
             "items": 7,
-            "dropped": {"database_build_failed": 1, "fewer_than_two_readings": 1},
-            "share_dropped": {"database_build_failed": 0.1429, "fewer_than_two_readings": 0.1429},
+            "dropped": {
+                "database_build_failed": 1,
+                "duplicate_result": 1,
+                "fewer_than_two_readings": 1,
+            },
+            "share_dropped": {
+                "database_build_failed": 0.1429,
+                "duplicate_result": 0.1429,
+                "fewer_than_two_readings": 0.1429,
+            },
         },
     }
 
