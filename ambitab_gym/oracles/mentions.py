@@ -115,7 +115,6 @@ _CUES = frozenset(
 _FRAME = frozenset(
     [
         "want",
-        "need",
         "like",
         "would",
         "so",
@@ -302,30 +301,29 @@ def _rank(found: dict[str, tuple[int, int, int]]) -> tuple[Mention, ...]:
     return tuple(Mention(i, key) for i, key in sorted(found.items(), key=lambda item: item[1]))
 
 
-def _restates(
-    lemmas: Sequence[str],
-    a: int,
-    b: int,
-    index: NameIndex,
-    request_words: set[str],
-    confirms: bool = False,
-) -> bool:
-    """Whether the mention ``lemmas[a:b]`` of request words sits in a restatement of the request."""
+def _echoes(lemmas: Sequence[str], index: NameIndex, confirms: bool) -> bool:
+    """Whether a question only reads the request back: a confirmation ("So you want ...?") or
+    no word of its own (a clarification cue or a content word the request does not use)."""
     if confirms:
-        return True  # "So you want ...?": a confirmation of the request, not a question about it
-    if not any(
-        (x not in index.request_set and x in _CUES)
-        or (x not in index.request_set and _content(x) and x not in _FRAME)
+        return True
+    return not any(
+        x not in index.request_set and (x in _CUES or (_content(x) and x not in _FRAME))
         for x in lemmas
-    ):
-        return True  # nothing of its own: "So you want the top earners?"
+    )
+
+
+def _restates(
+    lemmas: Sequence[str], a: int, b: int, index: NameIndex, request_words: set[str]
+) -> bool:
+    """Whether the mention ``lemmas[a:b]`` of request words sits in a copy of most of the
+    request, or in a question that repeats most of the request's other content words."""
     name = set(lemmas[a:b])
     others = request_words - name
     if not others:
         return False
     run = _copied_run(lemmas, a, b, index.request) - name
     if run and len(run) >= _COVERAGE * len(others):
-        return True  # a copy of most of the request around the name
+        return True
     repeated = {x for x in lemmas[:a] + lemmas[b:] if x in others}
     return len(repeated) > MAX_REQUEST_WORDS and len(repeated) >= _COVERAGE * len(others)
 
@@ -356,7 +354,7 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
         if named > MAX_SCHEMA_NAMES:
             return ()
     quotes = _quotes(text, tokens)
-    confirms = bool(_CONFIRMATION.match(text))
+    echo = asked and _echoes(lemmas, index, bool(_CONFIRMATION.match(text)))
     request_words = {x for x in index.request if _content(x)}
     found: dict[str, tuple[int, int, int]] = {}
 
@@ -367,17 +365,15 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
     for name in index.names:
         for a, b, start, end in _spans(text, tokens, name):
             quote = next((q for q in quotes if q[0] <= a and b <= q[1]), None)
-            if (
-                asked
-                and index.request
-                and name.in_request
-                and not (quote and _short_quote(lemmas[quote[0] : quote[1]], request_words))
-                and _restates(lemmas, a, b, index, request_words, confirms)
-            ):
-                continue
+            if asked and index.request and name.in_request:
+                if echo:
+                    continue  # the request read back, quotes and all
+                short = quote and _short_quote(lemmas[quote[0] : quote[1]], request_words)
+                if not short and _restates(lemmas, a, b, index, request_words):
+                    continue
             key = (0 if quote else 1, start, start - end)
             keep(name.ambiguity_id, key)
-    for qa, qb, start, end in quotes:  # a quoted modifier of a name: "What counts as 'recent'?"
+    for qa, qb, start, end in [] if echo else quotes:  # a quoted modifier: "'recent'?"
         part = _trim(lemmas[qa:qb])
         if all(x in GENERIC_NAMES or x in INSTRUCTION_VERBS or not _content(x) for x in part):
             continue  # 'table', 'given': a quoted generic word picks out nothing
