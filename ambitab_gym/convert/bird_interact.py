@@ -11,7 +11,12 @@ What the agent sees (the public spec): the request, the column meanings of the t
 and its knowledge base *without* the entries the task withholds (``deleted_knowledge`` of its
 knowledge ambiguities); those withheld entries become the resolutions of the knowledge
 ambiguities instead. Frozen responses come from a catalog (``--responses``) when given, else
-from a deterministic template built from the annotation.
+are written from the annotation without SQL: the withheld entry in plain words
+(:func:`knowledge_words`), or the SQL snippet said in words
+(:func:`ambitab_gym.convert.verbalize.verbalize`). Counted ambiguities get as aliases their
+annotation and knowledge-base names (the words and the abbreviation apart) and the columns and
+values of their snippets (:func:`ambitab_gym.convert.verbalize.fragment_names`), none naming
+another ambiguity of the task.
 
 Databases: ``<db>/<db>.sqlite`` (SQLite dialect) is used as is; for the PostgreSQL dialect a
 plain ``pg_dump`` (``<db>/*.sql``) or a SQLite file is turned into a DuckDB script (engine
@@ -34,7 +39,8 @@ verdict is ``unsupported``.
 
 * :func:`convert` - the converter entry point.
 * :func:`load_catalog` - a frozen-response catalog.
-* :func:`knowledge_text` - one knowledge-base entry as text.
+* :func:`knowledge_text` - one knowledge-base entry as text; :func:`knowledge_words` - the
+  same as a person says it (no LaTeX), for responses.
 * :func:`join_statements` - upstream's ``sol_sql`` list as one ``reference_sql``.
 * :func:`writes`, :func:`check_solution`, :func:`run_on_scratch` - which records write, and
   the build's check of a solution (a write task on a scratch copy).
@@ -50,6 +56,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ambitab_gym.aliases import clean_aliases
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -72,6 +79,8 @@ from ambitab_gym.convert.common import (
     trim_phrase,
 )
 from ambitab_gym.convert.duckdb_scripts import pg_dump_to_duckdb_script, sqlite_to_duckdb_script
+from ambitab_gym.convert.verbalize import fragment_names, verbalize
+from ambitab_gym.oracles.sqltext import answer_reveals_sql
 from ambitab_gym.records import TaskRecord, parse_record
 from ambitab_gym.verify.base import QueryError
 from ambitab_gym.verify.taskrun import split_statements
@@ -84,6 +93,7 @@ __all__ = [
     "convert",
     "join_statements",
     "knowledge_text",
+    "knowledge_words",
     "load_catalog",
     "run_on_scratch",
     "writes",
@@ -223,12 +233,51 @@ def _register_database(
     return None
 
 
-def _template_response(term: str, kind: str, snippet: str, knowledge: dict | None) -> str:
-    if knowledge is not None:
-        return f'By "{term}" I mean {knowledge_text(knowledge)}'
-    if kind == "non_critical":
-        return f'For "{term}", please do it this way: {snippet}'
-    return f'By "{term}" I mean what this part of the query expresses: {snippet}'
+def _response(entry: dict, dialect: str) -> str:
+    """The frozen response of an annotation without an authored one: a knowledge annotation's
+    withheld entry in plain words; a critical or non-critical annotation's SQL snippets said in
+    words (:func:`verbalize`), followed by the entry folded into it, if any."""
+    term, knowledge = entry["term"], entry["_entry"]
+    if knowledge is not None and (entry["kind"] == "knowledge" or not entry["_snippets"]):
+        return f'By "{term}" I mean {knowledge_words(knowledge)}'
+    said = "; ".join(dict.fromkeys(verbalize(s, dialect) for s in entry["_snippets"]))
+    response = f'By "{term}" I mean {said or "it as written"}.'
+    return f"{response} {knowledge_words(knowledge)}" if knowledge is not None else response
+
+
+_LATEX = (
+    (re.compile(r"\\(?:text|mathrm|textbf|mathit)\{([^{}]*)\}"), r"\1"),
+    (re.compile(r"\\frac\{([^{}]*)\}\{([^{}]*)\}"), r"(\1 / \2)"),
+    (re.compile(r"\\sqrt\{([^{}]*)\}"), r"√(\1)"),
+    (re.compile(r"_\{([^{}]*)\}"), r"_\1"),
+    (re.compile(r"\{,\}"), ","),
+)
+_LATEX_SIGNS = {
+    r"\times": "×", r"\cdot": "×", r"\leq": "≤", r"\geq": "≥", r"\neq": "≠",
+    r"\&\&": "and", r"\%": "%", r"\log": "log", "$": "",
+}  # fmt: skip
+
+
+def knowledge_words(entry: dict[str, Any]) -> str:
+    r"""A knowledge-base entry as a person says it: :func:`knowledge_text` without LaTeX
+    markup, and with "where" said "in which" when the answer check
+    (:func:`~ambitab_gym.oracles.sqltext.answer_reveals_sql`) would take "where x > 1" for SQL.
+
+    >>> knowledge_words({"knowledge": "SNQI", "definition":
+    ...     "$\\text{SNQI} = \\frac{\\text{Snr}}{2}$, where values above 0.5 are good."})
+    'SNQI: Definition: SNQI = (Snr / 2), in which values above 0.5 are good.'
+    """
+    text = knowledge_text(entry)
+    for _ in range(4):  # nested markup, innermost first
+        for pattern, replacement in _LATEX:
+            text = pattern.sub(replacement, text)
+    for sign, word in _LATEX_SIGNS.items():
+        text = text.replace(sign, word)
+    text = " ".join(text.split())
+    if answer_reveals_sql(text):
+        text = re.sub(r"\bwhere\b", "in which", text)
+        text = re.sub(r"\bWhere\b", "In which", text)
+    return text
 
 
 def _snippet_overlap(a: str, b: str) -> float:
@@ -269,7 +318,7 @@ def _locate(request: str, names: list[str], taken: list[Span]) -> tuple[Span, bo
 
 
 def _ambiguities(
-    task: dict, kb: dict[int, dict], catalog: dict, notes: dict, finder=None
+    task: dict, kb: dict[int, dict], catalog: dict, notes: dict, finder=None, dialect="postgres"
 ) -> tuple[list[dict], dict[str, str]]:
     """The record's ambiguities (terms are phrases of the request) and their term origins."""
     merged: dict[str, dict] = {}
@@ -299,6 +348,7 @@ def _ambiguities(
                 if snippet and snippet not in (existing["sql_snippet"] or ""):
                     before = existing["sql_snippet"]
                     existing["sql_snippet"] = f"{before}\n{snippet}" if before else snippet
+                    existing["_snippets"].append(snippet)
                     if existing["_template"]:
                         existing["resolution"] = existing["sql_snippet"]
                 if existing["kind"] == "non_critical" and kind != "non_critical":
@@ -315,6 +365,7 @@ def _ambiguities(
                 "sql_snippet": snippet or None,
                 "evidence": knowledge_text(entry) if entry is not None else None,
                 "_template": entry is None,
+                "_snippets": [snippet] if snippet else [],
                 "_entry": entry,
                 "_annotation": term,
             }
@@ -372,19 +423,71 @@ def _ambiguities(
             notes["unlocated_terms"] = notes.get("unlocated_terms", 0) + 1
             origins[entry["id"]] = "unlocated"
         if entry["response"] is None:
-            knowledge = entry["_entry"]
-            entry["response"] = _template_response(
-                entry["term"], entry["kind"], entry["sql_snippet"] or "", knowledge
-            )
+            entry["response"] = _response(entry, dialect)
             notes["template_responses"] = notes.get("template_responses", 0) + 1
-        for private in ("_template", "_entry", "_annotation", "_merged", "_unlocated"):
-            entry.pop(private, None)
         base, n = entry["id"], 2
         while entry["id"] in ids:
             entry["id"], n = f"{base}_{n}", n + 1
         ids.add(entry["id"])
         out.append(entry)
+    _name_readings(out, dialect)
+    for entry in out:
+        for private in ("_template", "_snippets", "_entry", "_annotation", "_merged", "_unlocated"):
+            entry.pop(private, None)
     return out, origins
+
+
+def _name_variants(name: str) -> list[str]:
+    """A knowledge-base name, and its words and abbreviation apart.
+
+    >>> _name_variants("Lunar Interference Factor (LIF)")
+    ['Lunar Interference Factor (LIF)', 'Lunar Interference Factor', 'LIF']
+    """
+    short = _abbreviation(name)
+    if short is None:
+        return [name]
+    return [name, re.sub(r"\s*\([^()]*\)\s*$", "", name).strip(), short]
+
+
+def _name_readings(entries: list[dict], dialect: str) -> None:
+    """Give each counted ambiguity the words a person asks about it with: its annotation and
+    knowledge-base names (with the words and abbreviation apart), then the columns and values of
+    its SQL snippets (:func:`fragment_names`). No alias names another ambiguity; a snippet's
+    name loses to another ambiguity's own names ("snqi" in a count of signals with SNQI > 0
+    stays with "Signal-to-Noise Quality Indicator (SNQI)")."""
+    own = {
+        e["id"]: [v for a in e["aliases"] for v in _name_variants(a)]
+        if e["kind"] != "non_critical"
+        else list(e["aliases"])
+        for e in entries
+    }
+    found = {
+        e["id"]: clean_aliases(
+            e["term"], [n for s in e["_snippets"] for n in fragment_names(s, dialect)]
+        )
+        if e["kind"] != "non_critical"
+        else []
+        for e in entries
+    }
+
+    def others(entry: dict, *tiers: dict[str, list[str]]) -> list[str]:
+        return [
+            name
+            for e in entries
+            if e["id"] != entry["id"]
+            for name in [e["term"], *(n for tier in tiers for n in tier[e["id"]])]
+        ]
+
+    named = {e["id"]: clean_aliases(e["term"], own[e["id"]], others(e, own)) for e in entries}
+    for entry in entries:
+        if entry["kind"] == "non_critical":
+            continue
+        from_snippets = clean_aliases(
+            entry["term"], found[entry["id"]], others(entry, named, found)
+        )
+        entry["aliases"] = clean_aliases(
+            entry["term"], named[entry["id"]] + from_snippets, others(entry, own)
+        )
 
 
 def _abbreviation(name: str) -> str | None:
@@ -675,7 +778,8 @@ def _mark_postgres_only(record: TaskRecord, feature: str) -> TaskRecord:
 
 def _record(task, sols, database, engine, kb, meanings, catalog, notes, finder=None):
     instance = str(task["instance_id"])
-    ambiguities, origins = _ambiguities(task, kb, catalog, notes, finder)
+    dialect = "sqlite" if engine == "sqlite" else "postgres"
+    ambiguities, origins = _ambiguities(task, kb, catalog, notes, finder, dialect)
     withheld = _withheld_ids(task)
     visible = [knowledge_text(kb[i]) for i in sorted(kb) if i not in withheld]
     conditions = task.get("conditions") or {}

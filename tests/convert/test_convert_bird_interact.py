@@ -16,6 +16,8 @@ from convert_helpers import occurs, oracle_credits, read_jsonl, run_build, upstr
 
 from ambitab_gym.convert.bird_interact import knowledge_text
 from ambitab_gym.corpora import Corpus
+from ambitab_gym.oracles import OracleContext, deterministic_oracle
+from ambitab_gym.oracles.sqltext import answer_reveals_sql
 from ambitab_gym.validate import validate_corpus
 from ambitab_gym.verify import Verifier
 from ambitab_gym.verify.taskrun import split_statements
@@ -60,10 +62,12 @@ def test_annotations_become_ambiguities_with_their_snippets(official):
                 ambiguity = names[item["term"].lower()]
                 assert ambiguity["kind"] == kind and item["sql_snippet"] in ambiguity["sql_snippet"]
         for item in task["knowledge_ambiguity"]:
-            # the knowledge-base name is an alias of the ambiguity now holding the withheld entry
-            ambiguity = names[item["term"].lower()]
-            assert knowledge_text(kb[item["deleted_knowledge"]]) in ambiguity["resolution"]
-            assert ambiguity["evidence"] == knowledge_text(kb[item["deleted_knowledge"]])
+            # one ambiguity holds the withheld entry; the knowledge-base name is its alias unless
+            # the name holds another ambiguity's term (alien_M_3: "factors" in "... Factor (LIF)")
+            entry = knowledge_text(kb[item["deleted_knowledge"]])
+            (ambiguity,) = [a for a in record["ambiguities"] if entry in a["resolution"]]
+            assert ambiguity["evidence"] == entry
+            assert item["term"] in ambiguity["aliases"] or instance == "alien_M_3"
             assert not occurs(item["term"], record["spec"]["request"])  # never the term
             assert ambiguity["term"] != item["term"]
         assert all(a["response"] for a in record["ambiguities"])
@@ -79,27 +83,57 @@ def test_annotations_become_ambiguities_with_their_snippets(official):
     assert (alien_1["c_good_signals"]["term"], alien_1["c_good_signals"]["aliases"]) == (
         "usable signals", ["good signals"],
     )  # fmt: skip
-    assert alien_1["c_signal_quality"]["aliases"] == ["Signal-to-Noise Quality Indicator (SNQI)"]
+    # the knowledge-base name with its words and abbreviation apart, then the snippet's columns
+    # (s.SnrRatio - 0.1 * ABS(s.NoiseFloorDbm): not the constant); "snqi" of the usable-signals
+    # snippet (SNQI > 0) is this ambiguity's abbreviation, not an alias of "usable signals"
+    assert alien_1["c_signal_quality"]["aliases"] == [
+        "Signal-to-Noise Quality Indicator (SNQI)",
+        "Signal-to-Noise Quality Indicator",
+        "SNQI",
+        "snr ratio",
+        "noise floor dbm",
+    ]
     assert records["alien_1"]["source"]["term_origin"] == {
         "c_signal_quality": "annotation", "c_good_signals": "annotation_overlap"
     }  # fmt: skip
     # alien_3: the request says "lunar interference" for the Lunar Interference Factor (LIF)
+    # (its snippet's columns are those of "interference level" and "problematic events" too)
     (lif,) = [a for a in records["alien_3"]["ambiguities"] if a["kind"] == "knowledge"]
     assert (lif["term"], lif["aliases"]) == (
         "lunar interference",
-        ["Lunar Interference Factor (LIF)"],
+        ["Lunar Interference Factor (LIF)", "Lunar Interference Factor", "LIF"],
     )
     merged = [
-        a for r in records.values() for a in r["ambiguities"] if a["kind"] == "critical"
-        and any(k["term"] in a["aliases"] for k in tasks[r["source"]["instance_id"]]["knowledge_ambiguity"])
+        a for r in records.values() for a in r["ambiguities"]
+        if a["kind"] == "critical" and a["evidence"]
     ]  # fmt: skip
     # of the 11 knowledge annotations of the kept tasks, alien_3's and alien_9's keep their own
     # ambiguity; alien_M_3's LIF has no phrase and folds into "observation quality", whose
-    # snippet computes with ``lif`` (the entry's abbreviation)
+    # snippet computes with ``lif`` (the entry's abbreviation); of the entry's name only "LIF"
+    # is an alias there: "Lunar Interference Factor" holds the term "factors" of another one,
+    # and the snippet's other columns (aoi, point acc arc) are those of "factors" too
     assert len(merged) == 9
     m_3 = {a["term"]: a for a in records["alien_M_3"]["ambiguities"]}
-    assert m_3["observation quality"]["aliases"] == ["Lunar Interference Factor (LIF)"]
+    assert m_3["observation quality"]["aliases"] == ["LIF"]
     assert knowledge_text(kb[9]) in m_3["observation quality"]["resolution"]
+    # a FROM ... JOIN snippet: both tables and the column they are matched by
+    alien_9 = {a["id"]: a for a in records["alien_9"]["ambiguities"]}
+    assert alien_9["c_observation_sites"]["aliases"] == [
+        "observatories",
+        "telescopes",
+        "observ station",
+    ]
+    # SET SignalClass = 'Weak': the column and the value
+    m_1 = {a["id"]: a for a in records["alien_M_1"]["ambiguities"]}
+    assert m_1["c_class"]["aliases"] == ["signal class", "Weak"]
+    for record in records.values():  # no alias names another ambiguity of its task
+        for ambiguity in record["ambiguities"]:
+            others = [
+                n for a in record["ambiguities"] if a is not ambiguity
+                for n in [a["term"], *a["aliases"]]
+            ]  # fmt: skip
+            for alias in ambiguity["aliases"]:
+                assert all(alias.lower() != n.lower() for n in others), (record["id"], alias)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["provenance"]["knowledge_merged_into_critical"] >= len(merged)
     assert report["terms"]["share_in_request"] == 1.0
@@ -119,6 +153,29 @@ def test_a_natural_question_naming_the_phrase_gets_the_credit(official):
     ) == {"k_lunar_interference_factor_lif"}
     for question in ("What do you mean by 'the'?", "What do you mean by 'for each'?", "Why?"):
         assert oracle_credits(out, "bird_interact-alien_1", question) == frozenset()
+
+
+NATURAL = [
+    # questions an asker writes without seeing the terms: knowledge-base names the visible
+    # knowledge uses, the snippet's columns, tables and values
+    ("alien_1", "Should I use the SNQI?", {"c_signal_quality"}),
+    ("alien_1", "Is quality based on the SNR ratio?", {"c_signal_quality"}),
+    ("alien_3", "Which formula gives the LIF?", {"k_lunar_interference_factor_lif"}),
+    ("alien_9", "Do you want the observatories or the telescopes?", {"c_observation_sites"}),
+    ("alien_9", "Should telescopes be matched to observatories by station?", {"c_observation_sites"}),
+    ("alien_M_1", "Should the signal class become Weak?", {"c_class"}),
+    # restatements of the request credit nothing
+    ("alien_1", "How does the signal quality vary across different atmospheric conditions?", set()),
+    ("alien_M_1", "So you want me to mark all signals with substandard quality?", set()),
+    ("alien_9", "Give me a ranked list of all our observation sites by their quality score?", set()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("instance", "question", "expected"), NATURAL)
+def test_natural_questions_name_the_readings(official, instance, question, expected):
+    out, *_ = official
+    record_id = f"bird_interact-{instance.lower()}"
+    assert oracle_credits(out, record_id, question) == frozenset(expected)
 
 
 def test_postgres_sql_is_kept_and_runs_on_duckdb(official):
@@ -246,11 +303,51 @@ def test_responses_come_from_the_catalog_when_given(official):
     *_, records = official
     by_term = {a["term"]: a for a in records["alien_1"]["ambiguities"]}
     assert by_term["signal quality"]["response"] == "Use the signal-to-noise quality indicator."
-    # the rest: the deterministic template from the annotation
+    # the rest: written from the annotation, in words: COUNT(*) FILTER (WHERE SNQI > 0) as
+    # analyzable signals; ORDER BY avg_snqi DESC
     assert by_term["usable signals"]["response"] == (
-        'By "usable signals" I mean what this part of the query expresses: '
-        "COUNT(*) FILTER (WHERE SNQI > 0) as analyzable signals"
+        'By "usable signals" I mean the number of analyzable signals, those with snqi above 0.'
     )
+    assert (
+        by_term["order"]["response"] == 'By "order" I mean ordered from the highest avg snqi down.'
+    )
+    # a knowledge annotation: the withheld entry without its LaTeX
+    (lif,) = [a for a in records["alien_3"]["ambiguities"] if a["kind"] == "knowledge"]
+    assert lif["response"] == (
+        'By "lunar interference" I mean Lunar Interference Factor (LIF): Calculates the potential '
+        "interference from lunar illumination on observations. Definition: LIF = (1 - "
+        "(LunarDistDeg / 180)) × (1 - AtmosTransparency), where higher values indicate more "
+        "lunar interference. Values above 0.5 suggest significant lunar contamination in data."
+    )
+    # a critical annotation the knowledge folded into: its snippet in words, then the entry
+    # (aoi * (1 - lif) * (CASE WHEN PointAccArc < 2 THEN 1 ELSE 2.0/PointAccArc END) AS oqf)
+    m_3 = {a["term"]: a for a in records["alien_M_3"]["ambiguities"]}
+    assert m_3["observation quality"]["response"].startswith(
+        'By "observation quality" I mean aoi times (1 minus lif) times (1 when point acc arc '
+        "below 2, otherwise 2.0 divided by point acc arc). Lunar Interference Factor (LIF): "
+    )
+
+
+def test_no_response_hands_over_sql(official):
+    """The answer check the env flags answers with, on every response of the build (the
+    reference SQL's dialect and the corpus engine's), and no snippet copied."""
+    out, _, tasks, _, records = official
+    for instance, record in records.items():
+        reference = record["verification"]["reference_sql"]
+        for ambiguity in record["ambiguities"]:
+            response = ambiguity["response"]
+            for dialect in ("postgres", record["verification"]["engine"]):
+                assert not answer_reveals_sql(response, reference, dialect), (instance, response)
+            for snippet in (ambiguity["sql_snippet"] or "").splitlines():
+                if len(snippet.strip()) > 8:
+                    assert snippet.strip() not in response, (instance, response)
+    corpus = Corpus(out)
+    for record in corpus.records:  # and as the reference oracle answers a question about it
+        for ambiguity in record.ambiguities:
+            question = f"What do you mean by '{ambiguity.term}'?"
+            credits, answer = deterministic_oracle("intent").answer(question, OracleContext(record))
+            if credits:
+                assert not answer_reveals_sql(answer, record.verification.reference_sql, "postgres")
 
 
 def test_without_databases_every_task_is_dropped_with_a_reason(tmp_path):
