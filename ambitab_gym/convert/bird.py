@@ -19,7 +19,14 @@ not is given the request's phrase that shares the most of its words (the old ter
 alias; ``relocated``); an AVT with a term that names no phrase of the request is dropped
 (``no_term_in_request``).
 
+Aliases: a knowledge ambiguity also gets the columns and values its evidence hints use and the
+modifier of a compound term they set a condition for ("long" of "long trip";
+:func:`~ambitab_gym.convert.ew_bird.hint_aliases`), from every reading of the AVT, so the
+readings of an AVT share their aliases; no alias names another ambiguity of the AVT.
+
 * :func:`convert` - the converter entry point.
+* :func:`request_terms` - every counted term a phrase of the request.
+* :func:`evidence_aliases` - the aliases an AVT's evidence hints add.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ambitab_gym.aliases import clean_aliases
 from ambitab_gym.convert.common import (
     BuildError,
     BuildOptions,
@@ -44,10 +52,15 @@ from ambitab_gym.convert.common import (
     term_problem,
 )
 from ambitab_gym.convert.ew_bird import UPSTREAM as BIRD_UPSTREAM
-from ambitab_gym.convert.ew_bird import find_bird_files, register_bird_databases
+from ambitab_gym.convert.ew_bird import (
+    find_bird_files,
+    hint_aliases,
+    register_bird_databases,
+    split_evidence,
+)
 from ambitab_gym.records import RecordError, TaskRecord, parse_record
 
-__all__ = ["convert", "request_terms"]
+__all__ = ["convert", "evidence_aliases", "request_terms"]
 
 UPSTREAM = {
     "name": "AmbiTab-Bird over BIRD",
@@ -137,7 +150,7 @@ def _import(
         if isinstance(fixed, str):
             conversion.drops.append(Drop(key, "no_term_in_request", fixed))
             continue
-        conversion.items.append(Item(key, fixed))
+        conversion.items.append(Item(key, evidence_aliases(fixed)))
 
 
 def request_terms(records: list[TaskRecord], origin: str) -> list[TaskRecord] | str:
@@ -196,6 +209,63 @@ def request_terms(records: list[TaskRecord], origin: str) -> list[TaskRecord] | 
     return out
 
 
+def evidence_aliases(records: list[TaskRecord]) -> list[TaskRecord]:
+    """The AVT's records with each counted ambiguity's aliases extended by what the evidence
+    hints of its readings name (:func:`~ambitab_gym.convert.ew_bird.hint_aliases`, with each
+    reading's query) and cleaned (:func:`~ambitab_gym.aliases.clean_aliases`: no duplicate by
+    lemma, nothing generic, nothing naming another ambiguity of the AVT). Every record of the
+    AVT gets the same aliases, so what a question is credited with never tells the readings apart.
+
+    Example:
+        >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "bird",
+        ...     "spec": {"request": "How many long trips were there?", "database": "bikes"},
+        ...     "ambiguities": [{"id": "long", "term": "long trips", "aliases": ["long trip"],
+        ...         "kind": "knowledge", "resolution": "over 30 minutes",
+        ...         "evidence": "long trip refers to duration > 1800"}],
+        ...     "verification": {"database": "bikes",
+        ...         "reference_sql": "SELECT COUNT(*) FROM trip WHERE duration > 1800"}})
+        >>> evidence_aliases([record])[0].ambiguities[0].aliases
+        ('long', 'duration', '1800')
+    """
+    first = records[0]
+    candidates: dict[str, list[str]] = {}
+    for ambiguity in first.ambiguities:
+        found = list(ambiguity.aliases)
+        if ambiguity.counted:
+            for record in records:
+                for reading in record.ambiguities:
+                    if reading.id == ambiguity.id and reading.evidence:
+                        hints = split_evidence(reading.evidence)
+                        found += hint_aliases(
+                            ambiguity.term, hints, record.verification.reference_sql
+                        )
+        candidates[ambiguity.id] = clean_aliases(ambiguity.term, found)
+    aliases = {}
+    for ambiguity in first.ambiguities:
+        others = [
+            name
+            for other in first.ambiguities
+            if other.id != ambiguity.id
+            for name in (other.term, *candidates[other.id])
+        ]
+        aliases[ambiguity.id] = tuple(
+            clean_aliases(ambiguity.term, candidates[ambiguity.id], others)
+            if ambiguity.counted
+            else ambiguity.aliases
+        )
+    return [
+        record.model_copy(
+            update={
+                "ambiguities": tuple(
+                    a.model_copy(update={"aliases": aliases.get(a.id, a.aliases)})
+                    for a in record.ambiguities
+                )
+            }
+        )
+        for record in records
+    ]
+
+
 def _rewrite(options: BuildOptions, workspace: Workspace, conversion: Conversion) -> None:
     from ambitab_gym.convert.common import read_json_or_jsonl
     from ambitab_gym.convert.hooks import LLMClient, LLMRewriter
@@ -232,7 +302,7 @@ def _rewrite(options: BuildOptions, workspace: Workspace, conversion: Conversion
             if isinstance(fixed, str):
                 conversion.drops.append(Drop(key, "no_term_in_request", fixed))
                 continue
-            item.records = fixed
+            item.records = evidence_aliases(fixed)
             conversion.items.append(item)
 
 

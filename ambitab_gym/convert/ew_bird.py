@@ -5,7 +5,10 @@ knowledge ambiguity: its term is the phrase of the question the hint is about, a
 writes it (``X`` of "X refers to Y" when the question uses it, plurals tolerated; when ``X`` is
 a column or an SQL fragment, the question's phrase for ``Y`` - "carcinogenic" for "label = '+'
 means molecules are carcinogenic" - with the column as an alias), its resolution is the hint,
-and the hint is withheld from the visible prompt (the public spec holds the question only).
+and the hint is withheld from the visible prompt (the public spec holds the question only). Its aliases
+(:func:`hint_aliases`) are the columns and values the hint uses and, when the hint sets a
+condition on a compound term, the term's modifier ("long" of "long trip"); none names another
+ambiguity of the row.
 Hints that resolve to the same phrase are merged; a hint about no phrase of the question is
 merged into the row's previous ambiguity (counted in ``provenance.merged_unlocated_hints``), and
 a row none of whose hints names a phrase of the question is dropped (``no_term_in_request``).
@@ -20,6 +23,7 @@ it) is the optional :class:`~ambitab_gym.convert.hooks.EvidenceBenefitFilter`, s
 * :func:`split_evidence` - hints of an evidence string.
 * :func:`hint_term` - the concept a hint defines; :func:`locate_hint` - the question's phrase
   for a hint.
+* :func:`hint_aliases` - the words a person asks about a hint's ambiguity with.
 * :func:`find_bird_files`, :func:`register_bird_databases` - shared with :mod:`.bird`.
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ambitab_gym.aliases import clean_aliases, natural_name, sql_names
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -47,12 +52,15 @@ from ambitab_gym.convert.common import (
     term_problem,
     trim_phrase,
 )
+from ambitab_gym.convert.verbalize import code_names
 from ambitab_gym.records import TaskRecord, parse_record
+from ambitab_gym.terms import STOP_WORDS, lemma
 
 __all__ = [
     "UPSTREAM",
     "convert",
     "find_bird_files",
+    "hint_aliases",
     "hint_term",
     "locate_hint",
     "register_bird_databases",
@@ -187,6 +195,80 @@ def locate_hint(hint: str, question: str) -> TermChoice | None:
     return None
 
 
+_COLUMN_LIST = re.compile(r"^\s*[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*\s*$")
+_STATISTICS = frozenset(
+    {"average", "mean", "median", "total", "sum", "number", "count", "maximum", "minimum"}
+    | {"highest", "lowest", "largest", "smallest", "biggest", "overall"}
+)
+_CONDITION = re.compile(r"[<>=]|\b(?:between|like)\b|\bin\s*\(", re.IGNORECASE)
+
+
+def _vague_modifier(term: str, hints: list[str], sql: str | None) -> str | None:
+    """The modifier of a compound term ("long" of "long trip") when a hint sets a condition for
+    it and the head noun names a table or column of the query (``sql``, when given): the word
+    the condition defines. Not for names ("Dark Horse Comics", a quoted value), numbers, or
+    statistics ("average" of "average attendance")."""
+    words = term.split()
+    if not 2 <= len(words) <= 3 or any(w.lower() in STOP_WORDS for w in words):
+        return None
+    if any(c.isdigit() for c in term) or all(w[:1].isupper() for w in words):
+        return None
+    if not any(_CONDITION.search(h) for h in hints):
+        return None
+    if any(f"'{term.lower()}'" in h.lower() for h in hints):
+        return None
+    if words[0].lower() in _STATISTICS:
+        return None  # "average attendance": the word of the computation, not of the condition
+    if sql is not None:
+        head = lemma(words[-1])
+        entities = {w for name in sql_names(sql) for w in name.split()}
+        if not ({head, words[-1].lower()} & ({lemma(w) for w in entities} | entities)):
+            return None
+    return " ".join(words[:-1])
+
+
+def hint_aliases(term: str, hints: list[str], sql: str | None = None) -> list[str]:
+    """Candidate aliases of the ambiguity a term names, from its evidence hints: the modifier
+    of a compound term the hints set a condition for, the columns and values the hints use in
+    SQL (:func:`~ambitab_gym.convert.verbalize.code_names`; of "X refers to <SQL>" the SQL side
+    only), and the columns a hint names alone ("hometown county refers to county"). Give the
+    result to :func:`~ambitab_gym.aliases.clean_aliases`.
+
+    Args:
+        term: the ambiguity's term.
+        hints: its evidence hints.
+        sql: the reference query; when given, a modifier counts only if the term's head noun
+            names one of its tables or columns ("trip"), not a value ("contain fluorine").
+
+    >>> hint_aliases("long trip", ["long trip refers to duration > 1800"])
+    ['long', 'duration', '1800']
+    >>> hint_aliases("chlorine atoms", ["chlorine atoms refers to element = 'cl'"],
+    ...              "SELECT COUNT(*) FROM atom WHERE element = 'cl'")
+    ['chlorine', 'element', 'cl']
+    >>> hint_aliases("contain fluorine", ["contain fluorine refers to element = 'f'"],
+    ...              "SELECT COUNT(*) FROM atom WHERE element = 'f'")
+    ['element']
+    >>> hint_aliases("average number of oxygen atoms", ["average number of oxygen atom = AVG(element = 'o')"])
+    ['element']
+    >>> hint_aliases("hometown county", ["hometown county refers to county"])
+    ['county']
+    >>> hint_aliases("Dark Horse Comics", ["Dark Horse Comics refers to publisher_name = 'Dark Horse Comics'"])
+    ['publisher name', 'Dark Horse Comics']
+    """
+    out = []
+    modifier = _vague_modifier(term, hints, sql)
+    if modifier is not None:
+        out.append(modifier)
+    for hint in hints:
+        found = _STRONG.search(hint)
+        left, right = (hint[: found.start()], hint[found.end() :]) if found else (hint, "")
+        natural_left = found is not None and _column_of(left) is None
+        out += code_names(right if natural_left else hint)
+        if natural_left and "=" not in found.group() and _COLUMN_LIST.match(right):
+            out += [natural_name(c) for c in right.split(",")]
+    return list(dict.fromkeys(a for a in out if a.strip()))
+
+
 def find_bird_files(source: Path) -> list[tuple[Path, str]]:
     """BIRD task files under ``source`` with their AmbiTab split.
 
@@ -230,7 +312,9 @@ def register_bird_databases(options: BuildOptions, workspace: Workspace, db_ids:
                 workspace.add_file(db_id, path)
 
 
-def _ambiguities(question: str, hints: list[str], finder=None) -> tuple[list[dict], dict, int]:
+def _ambiguities(
+    question: str, hints: list[str], finder=None, sql: str | None = None
+) -> tuple[list[dict], dict, int]:
     """The row's knowledge ambiguities, their term origins and the number of merged hints."""
     merged: dict[str, dict] = {}
     origins: dict[str, str] = {}
@@ -273,7 +357,18 @@ def _ambiguities(question: str, hints: list[str], finder=None) -> tuple[list[dic
         }
         origins[ident] = choice.origin
         last = key
-    return list(merged.values()), origins, unlocated
+    ambiguities = list(merged.values())
+    candidates = {
+        a["id"]: clean_aliases(
+            a["term"],
+            [*a["aliases"], *hint_aliases(a["term"], split_evidence(a["evidence"]), sql)],
+        )
+        for a in ambiguities
+    }
+    for a in ambiguities:
+        others = [n for b in ambiguities if b is not a for n in [b["term"], *candidates[b["id"]]]]
+        a["aliases"] = clean_aliases(a["term"], candidates[a["id"]], others)
+    return ambiguities, origins, unlocated
 
 
 def _record(row: dict, split: str, label: str, hints: list[str], finder=None) -> TaskRecord | None:
@@ -281,7 +376,7 @@ def _record(row: dict, split: str, label: str, hints: list[str], finder=None) ->
     record_id = f"ew_bird-{split}-{qid}"
     sql = row["SQL"].strip()
     question = row["question"].strip()
-    ambiguities, origins, unlocated = _ambiguities(question, hints, finder)
+    ambiguities, origins, unlocated = _ambiguities(question, hints, finder, sql)
     if not ambiguities:
         return None
     return parse_record(

@@ -48,8 +48,38 @@ def test_released_files_are_imported_as_they_are(release, tmp_path):
     for record in built:
         counted = [a["id"] for a in record["ambiguities"] if a["kind"] != "non_critical"]
         assert record["source"].pop("term_origin") == dict.fromkeys(counted, "released")
-    assert {r["id"]: parse_record(r) for r in built} == {r["id"]: parse_record(r) for r in original}
+
+    def without_aliases(records):
+        out = {}
+        for r in records:
+            r = json.loads(json.dumps(r))
+            aliases = [a.pop("aliases", []) for a in r["ambiguities"]]
+            out[r["id"]] = (parse_record(r), aliases)
+        return out
+
+    built_records, original_records = without_aliases(built), without_aliases(original)
+    assert {k: v[0] for k, v in built_records.items()} == {
+        k: v[0] for k, v in original_records.items()
+    }
     assert len(built) == len(original)
+    # aliases: the released ones first, then what the evidence hints of the AVT's readings name
+    by_avt: dict[str, list] = {}
+    for record in built:
+        ident = record["id"]
+        for mine, theirs in zip(built_records[ident][1], original_records[ident][1], strict=True):
+            assert mine[: len(theirs)] == theirs
+        by_avt.setdefault(record["avt_id"], []).append(built_records[ident][1])
+    assert all(all(a == group[0] for a in group) for group in by_avt.values())
+    added = {
+        r["id"]: {a["id"]: a["aliases"][len(o["aliases"]) :] for a, o in zip(r["ambiguities"],
+                  next(x for x in original if x["id"] == r["id"])["ambiguities"], strict=True)}
+        for r in built
+    }  # fmt: skip
+    # "spending refers to SUM(quantity * unit_price * (1 - discount)) on orders ..." ("discount"
+    # is a released alias); "on time refers to actual_arrival at most 15 minutes after
+    # scheduled_arrival" and its actual_departure reading ("scheduled ..." are released)
+    assert added["bird-0001"] == {"top_customers": [], "spending": ["quantity", "unit price"]}
+    assert added["bird-0054"]["on_time"] == ["actual arrival", "actual departure"]
 
     def readings(records):  # AVT -> record ids in file order (the first is the default)
         out = {}
@@ -193,3 +223,48 @@ def test_an_unreachable_model_server_stops_the_build_before_it_starts(tmp_path, 
     assert status == 2
     assert url in capsys.readouterr().err
     assert not out.exists()  # nothing built, not even a partial folder
+
+
+LONG_TRIPS = [
+    {"id": f"bikes-{n}", "avt_id": "bikes-long", "corpus": "bird",
+     "spec": {"request": "How many long trips were there?", "database": "bikes"},
+     "ambiguities": [{"id": "long", "term": "long trips", "kind": "knowledge",
+                      "resolution": f"trips over {seconds} seconds",
+                      "evidence": f"long trip refers to duration > {seconds}"}],
+     "verification": {"database": "bikes",
+                      "reference_sql": f"SELECT COUNT(*) FROM trip WHERE duration > {seconds}"}}
+    for n, seconds in ((1, 1800), (2, 3600))
+]  # fmt: skip
+
+
+def test_evidence_names_the_readings(tmp_path):
+    """A self-written release of two readings: the knowledge ambiguity's aliases are the
+    vague modifier and what both readings' hints name, and natural questions get the credit."""
+    databases = tmp_path / "dev_databases"
+    (databases / "bikes").mkdir(parents=True)
+    connection = sqlite3.connect(databases / "bikes" / "bikes.sqlite")
+    connection.executescript(
+        "CREATE TABLE trip(id INTEGER, duration INTEGER);"
+        "INSERT INTO trip VALUES (1, 1000), (2, 2000), (3, 4000);"
+    )
+    connection.commit()
+    connection.close()
+    source = tmp_path / "release.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in LONG_TRIPS))
+    out = tmp_path / "c"
+    status, report = run_build(
+        "bird", "--source", str(source), "--databases", str(databases), "--out", str(out)
+    )
+    assert status == 0, report
+    built = read_jsonl(out / "records.jsonl")
+    assert [r["ambiguities"][0]["aliases"] for r in built] == [
+        ["long", "duration", "1800", "3600"]
+    ] * 2
+    for question, expected in [
+        ("How long must a trip last?", {"long"}),
+        ("Is it over 1800 or 3600 seconds?", {"long"}),
+        ("Should I go by the duration?", {"long"}),
+        ("How many long trips were there?", set()),  # the request restated
+        ("So how many long trips were there in total?", set()),
+    ]:
+        assert oracle_credits(out, "bikes-1", question) == frozenset(expected), question

@@ -121,6 +121,34 @@ def test_terms_are_phrases_of_the_question(converted):
     assert dropped["dev.json#1443"] == "no_term_in_request"
 
 
+def test_hint_aliases_are_its_columns_values_and_vague_modifier(converted):
+    conversion, _ = converted
+    # "non-carcinogenic molecules refers to label = '-'", "chlorine atoms refers to element =
+    # 'cl'": the modifier the condition defines, the column, the value ("-" is one character)
+    record = by_question(conversion, 196)
+    assert [list(a.aliases) for a in record.ambiguities] == [
+        ["non-carcinogenic", "label"],
+        ["chlorine", "element", "cl"],
+    ]
+    # "female refers to gender = 'Female'" ("Female" is the term); "strength value of 100
+    # refers to attribute_name = 'Strength' AND attribute_value = 100" (not a compound)
+    record = by_question(conversion, 740)
+    assert [list(a.aliases) for a in record.ambiguities] == [
+        ["gender"],
+        ["attribute name", "Strength", "attribute value", "100"],
+    ]
+    record = by_question(conversion, 742)  # "vampire superheroes refers to race = 'Vampire'"
+    assert [list(a.aliases) for a in record.ambiguities] == [["vampire", "race"]]
+    # "atom 19 refers to atom_id like 'TR%_19'": a number in the term is no modifier
+    record = by_question(conversion, 239)
+    assert list(record.ambiguities[1].aliases) == ["atom id", "TR%_19"]
+    for item in conversion.items:  # no alias names another ambiguity of its row
+        ambiguities = item.records[0].ambiguities
+        for ambiguity in ambiguities:
+            others = {n.lower() for a in ambiguities if a is not ambiguity for n in a.names}
+            assert not {a.lower() for a in ambiguity.aliases} & others
+
+
 def test_a_natural_question_about_carcinogenic_gets_the_credit(tmp_path):
     dev = upstream("bird", "dev")
     databases = schema_only_databases(dev / "dev_tables.json", tmp_path / "dbs")
@@ -134,6 +162,59 @@ def test_a_natural_question_about_carcinogenic_gets_the_credit(tmp_path):
     assert oracle_credits(out, record_id, "What does 'label' mean?") == {"hint_1"}
     assert oracle_credits(out, record_id, "What do you mean by 'of the'?") == frozenset()
     assert oracle_credits(out, record_id, "How many?") == frozenset()
+    for question_id, question, expected in [
+        # "In the non-carcinogenic molecules, how many contain chlorine atoms?"
+        (196, "What makes a molecule non-carcinogenic?", {"hint_1"}),
+        (196, "Which element code stands for chlorine?", {"hint_2"}),
+        (196, "In the non-carcinogenic molecules, how many contain chlorine atoms?", set()),
+        # "How many vampire superheroes are there?"
+        (742, "How do you identify a vampire?", {"hint_1"}),
+        (742, "Is vampire a race?", {"hint_1"}),
+        # "How many female superheroes have a strength value of 100?"
+        (740, "Is female a gender value?", {"hint_1"}),
+        (740, "Which attribute name holds strength?", {"hint_2"}),
+        (740, "How many female superheroes have a strength value of 100 in total?", set()),
+    ]:
+        credits = oracle_credits(out, f"ew_bird-dev-{question_id}", question)
+        assert credits == frozenset(expected), question
+
+
+def test_a_compound_term_is_asked_about_by_its_vague_word(tmp_path):
+    """A self-written BIRD row in BIRD's layout: "long" of "long trip" is an alias."""
+    dev = tmp_path / "dev"
+    (dev / "dev_databases" / "bikes").mkdir(parents=True)
+    row = {
+        "question_id": 1, "db_id": "bikes", "difficulty": "simple",
+        "question": "How many long trips did subscribers make?",
+        "evidence": "long trip refers to duration > 1800; subscribers refers to "
+                    "subscription_type = 'Subscriber'",
+        "SQL": "SELECT COUNT(*) FROM trip WHERE duration > 1800 "
+               "AND subscription_type = 'Subscriber'",
+    }  # fmt: skip
+    (dev / "dev.json").write_text(json.dumps([row]))
+    connection = sqlite3.connect(dev / "dev_databases" / "bikes" / "bikes.sqlite")
+    connection.executescript(
+        "CREATE TABLE trip(id INTEGER, duration INTEGER, subscription_type TEXT);"
+        "INSERT INTO trip VALUES (1, 2000, 'Subscriber'), (2, 900, 'Customer');"
+    )
+    connection.commit()
+    connection.close()
+    out = tmp_path / "c"
+    status, report = run_build("ew-bird", "--source", str(dev), "--out", str(out))
+    assert status == 0, report
+    (record,) = read_jsonl(out / "records.jsonl")
+    assert [(a["term"], a["aliases"]) for a in record["ambiguities"]] == [
+        ("long trips", ["long", "duration", "1800"]),
+        ("subscribers", ["subscription type"]),
+    ]
+    for question, expected in [
+        ("How long must a trip last?", {"hint_1"}),
+        ("Is a trip long above 1800 seconds?", {"hint_1"}),
+        ("Which subscription type do you mean?", {"hint_2"}),
+        ("How many long trips did subscribers make?", set()),
+        ("So how many long trips did the subscribers make in total?", set()),
+    ]:
+        assert oracle_credits(out, "ew_bird-dev-1", question) == frozenset(expected), question
 
 
 def test_evidence_is_withheld_from_the_public_spec(converted):
