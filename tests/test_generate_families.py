@@ -4,13 +4,21 @@ Each expected text below was written from the family's template in
 ``ambitab_gym/generate/families.py`` with the drawn parameters filled in by hand (the column
 pair, the tiers and year, the thresholds, the city pair, the time frame); the database facts the
 parameters stand on are checked against the data independently.
+
+Then the families together: every pair of families shares a request (a property over pairs and
+seeds) except table and time, which are refused when the config is built, with the reason.
 """
 
 from __future__ import annotations
 
+import itertools
+
+import gymnasium as gym
 import pytest
 
-from ambitab_gym.generate import TaskGenerator
+import ambitab_gym  # noqa: F401 - registers the env ids
+from ambitab_gym.errors import ConfigurationError
+from ambitab_gym.generate import FAMILIES, DatabasePool, TaskGenerator
 
 # a reading joins only the tables it reads
 E = "FROM orders AS e"
@@ -289,7 +297,24 @@ def test_table_order_records_current_or_archive():
         "order records",
         "critical",
     )
-    assert ambiguity.aliases == ("order history", "order data")
+    # the template's phrasings, the archive table (the current one is the events' own noun),
+    # the cues of each table and their years
+    assert ambiguity.aliases == (
+        "order history",
+        "order data",
+        "orders archive",
+        "orders table",
+        "orders archive table",
+        "archive",
+        "archived orders",
+        "current orders",
+        "current table",
+        "old orders",
+        "2019-2021",
+        "2019 to 2021",
+        "2022 to 2024",
+        "since 2022",
+    )
     assert readings(task) == [
         (
             "the orders table, the current orders from January 2022 to June 2024",
@@ -351,3 +376,43 @@ def test_table_choice_never_meets_a_time_frame_or_a_year():
             assert "time" not in first.source["families"]
             assert "year" not in first.source["distractors"]
     assert seen >= 10
+
+
+def test_every_pair_of_families_combines_or_is_refused_with_the_reason():
+    # only table and time never meet: the archive (2019-2021) has no date of a time frame
+    refused = {frozenset({"table", "time"})}
+    pool = DatabasePool()
+    for a, b in itertools.combinations(FAMILIES, 2):
+        if frozenset({a, b}) in refused:
+            with pytest.raises(ConfigurationError, match="archive table holds 2019-2021 only"):
+                TaskGenerator(families=(a, b), ambiguities=(2, 2))
+            # one of them at a time is fine
+            TaskGenerator(families=(a, b), ambiguities=(0, 1)).generate(0)
+            continue
+        generator = TaskGenerator(
+            families=(a, b), ambiguities=(2, 2), pool=pool, validate=False, databases_per_domain=2
+        )
+        for seed in range(3):
+            first = generator.generate(seed).records[0]
+            assert sorted(first.source["families"]) == sorted((a, b)), (a, b, seed)
+
+
+def test_a_combination_no_request_holds_is_refused_at_construction():
+    # scope needs an aggregate, vague and table together a ranking
+    with pytest.raises(ConfigurationError, match="at most 2 share one"):
+        TaskGenerator(families=("scope", "vague", "table"), ambiguities=(3, 3))
+    TaskGenerator(families=("scope", "vague", "table"), ambiguities=(0, 2)).generate(1)
+
+
+def test_attachment_and_choice_in_the_env_reset_on_every_seed():
+    env = gym.make("AmbiTab-Procedural-v0", families=("attachment", "choice"), distractors=(0, 1))
+    for seed in range(20):
+        env.reset(seed=seed)
+        record = env.unwrapped.record
+        terms = [a.term for a in record.ambiguities]
+        assert all(record.spec.request.count(t) == 1 for t in terms)
+        if len(terms) == 2:  # the place before the clause, which binds the people alone
+            request = record.spec.request
+            place = next(t for t in terms if not t.startswith("joined"))
+            assert request.index(place) < request.index("who joined") or "among" in request
+    env.close()

@@ -18,6 +18,7 @@ import pytest
 
 import ambitab_gym  # noqa: F401 - registers the env ids
 from ambitab_gym.actions import STOP
+from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.generate import GeneratorConfig, TaskGenerator
 from ambitab_gym.generate.prefetch import PrefetchError, TaskPrefetcher, task_seed
 
@@ -152,16 +153,17 @@ def test_a_dead_worker_is_an_error_not_a_hang():
         prefetcher.close()
 
 
-def test_generation_errors_reach_the_env():
-    # two families that never combine: no valid m=2 task, in the worker as in process
+def test_a_config_that_yields_no_task_is_refused_before_the_workers_run():
+    # two families that never combine (the archive holds 2019-2021, the time frames 2023-2024):
+    # no m=2 task exists, and the env says why when it is configured, not in a worker later
     env = gym.make(
         "AmbiTab-Procedural-v0", families=("table", "time"), ambiguities=(1, 1), prefetch=1
     )
     try:
         env.reset(seed=0)
-        env.unwrapped.configure(ambiguities=(2, 2))
-        with pytest.raises(Exception, match="no valid task"):
-            env.reset()
+        with pytest.raises(ConfigurationError, match="table and time"):
+            env.unwrapped.configure(ambiguities=(2, 2))
+        env.reset()  # the old configuration still serves
     finally:
         env.close()
 

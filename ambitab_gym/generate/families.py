@@ -4,13 +4,18 @@
   response, an SQL snippet, the evidence hint (knowledge), and its effect on the query.
 * :class:`Slot` - one registered ambiguity: family, id, term (a phrase of the request), kind
   and its readings (the first is the default reading).
-* :data:`FAMILIES` - the family names; :func:`compatible` - which families combine.
+* :data:`FAMILIES` - the family names; :func:`compatible` - which families combine;
+  :func:`most_combined` - how many of some families one request can hold, and
+  :func:`never_combined` - the pairs that never share a request, with the reason.
 * one builder per family (``synonym``, ``scope``, ``attachment``, ``vague``, ``knowledge``,
   ``choice``, ``table``, ``time``) returning a :class:`Slot`; the request text around the term
   is built by :mod:`ambitab_gym.generate.tasks`.
-* :data:`TERM_ALIASES` - other phrasings of the domains' terms; every slot carries aliases
-  (the real corpora's records do, and the deterministic oracle's matcher credits a question
-  that names an alias as one that names the term).
+* :data:`TERM_ALIASES` - other phrasings of the domains' terms. Every slot carries candidate
+  aliases, the words a person uses to ask about it (:mod:`ambitab_gym.aliases`): the columns,
+  tables and values that tell its readings apart, its modifier, the cues of a scope, the parts of
+  an attachment; :func:`task_aliases` keeps, for one request, those that name no other
+  ambiguity of the request and no other phrase of it (the deterministic oracles credit a
+  question that names an alias as one that names the term).
 
 | family | mirrors | term (retail) | readings |
 |---|---|---|---|
@@ -26,16 +31,28 @@
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
+from ambitab_gym.aliases import (
+    attachment_aliases,
+    clean_aliases,
+    natural_name,
+    reading_aliases,
+    scope_aliases,
+    statistic_aliases,
+)
 from ambitab_gym.generate.database import GeneratedDatabase
+from ambitab_gym.terms import STOP_WORDS, term_problem, words
 
 __all__ = [
     "FAMILIES",
+    "SKELETONS",
     "Reading",
     "Slot",
     "attachment",
@@ -43,10 +60,13 @@ __all__ = [
     "TERM_ALIASES",
     "compatible",
     "knowledge",
+    "most_combined",
+    "never_combined",
     "scope",
     "slug",
     "synonym",
     "table",
+    "task_aliases",
     "time",
     "vague",
 ]
@@ -141,7 +161,9 @@ class Slot:
         kind: ``critical`` or ``knowledge``.
         readings: the alternatives; the first is the default reading.
         phrase: the request fragment that carries the term (placed by the task builder).
-        aliases: other phrasings of the term a user could use.
+        aliases: the candidate aliases, best first: the words a person would use to ask about
+            the ambiguity, without term problems or generic words (a request keeps those
+            :func:`task_aliases` allows).
 
     >>> slot = Slot("time", "last_year", "last year", "critical", (), " in the last year")
     >>> slot.term in slot.phrase
@@ -166,22 +188,30 @@ def slug(term: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", term.lower()).strip("_")
 
 
-def compatible(family: str, skeleton: str, chosen: set[str]) -> bool:
-    """Whether ``family`` can join ``chosen`` in a request of this skeleton.
+#: The request skeletons: an aggregate of a measure (total, average), a count, a ranking.
+SKELETONS: tuple[str, ...] = ("total", "average", "count", "ranking")
 
-    Skeletons: ``total``/``average`` (an aggregate of a measure), ``count``, ``ranking``.
+#: Why two families never share a request (the pairs :func:`compatible` never allows).
+_NEVER_TOGETHER = {
+    frozenset({"table", "time"}): "the archive table holds 2019-2021 only, so the 2023-2024 "
+    "time frames would leave its reading without rows",
+}
+
+
+def compatible(family: str, skeleton: str, chosen: set[str]) -> bool:
+    """Whether ``family`` can join ``chosen`` in a request of this skeleton (:data:`SKELETONS`).
 
     >>> compatible("synonym", "count", set()), compatible("choice", "total", {"attachment"})
-    (False, False)
+    (False, True)
+    >>> compatible("time", "total", {"table"})
+    False
     """
     if family == "synonym":
         return skeleton != "count"
     if family == "scope":
         return skeleton != "ranking"
-    if family == "choice":
-        return "attachment" not in chosen
-    if family == "attachment":
-        return "choice" not in chosen and not (skeleton == "ranking" and "vague" in chosen)
+    if family == "attachment":  # a ranking's vague term and the clause both name the people
+        return not (skeleton == "ranking" and "vague" in chosen)
     if family == "vague":
         return not (skeleton == "ranking" and "attachment" in chosen) and not (
             skeleton != "ranking" and "table" in chosen
@@ -190,7 +220,106 @@ def compatible(family: str, skeleton: str, chosen: set[str]) -> bool:
         return "time" not in chosen and not (skeleton != "ranking" and "vague" in chosen)
     if family == "time":
         return "table" not in chosen
-    return family == "knowledge"
+    return family in ("knowledge", "choice")
+
+
+def _fits(order: Sequence[str], skeleton: str) -> bool:
+    return all(compatible(f, skeleton, set(order[:i])) for i, f in enumerate(order))
+
+
+@lru_cache(maxsize=256)
+def most_combined(families: tuple[str, ...]) -> int:
+    """The most of ``families`` one request can hold (some skeleton, some order of drawing).
+
+    >>> most_combined(("attachment", "choice")), most_combined(("table", "time"))
+    (2, 1)
+    >>> most_combined(FAMILIES)
+    7
+    """
+    unique = tuple(dict.fromkeys(families))
+    for m in range(len(unique), 0, -1):
+        for subset in itertools.combinations(unique, m):
+            orders = itertools.permutations(subset)
+            if any(_fits(order, s) for order in orders for s in SKELETONS):
+                return m
+    return 0
+
+
+def never_combined(families: Iterable[str]) -> list[str]:
+    """The pairs of ``families`` no request holds, each with the reason.
+
+    >>> never_combined(["time", "scope", "table"])
+    ['table and time (the archive table holds 2019-2021 only, so the 2023-2024 time frames would leave its reading without rows)']
+    """
+    unique = tuple(dict.fromkeys(families))
+    out = []
+    for a, b in itertools.combinations(sorted(unique, key=FAMILIES.index), 2):
+        if most_combined((a, b)) < 2:
+            why = _NEVER_TOGETHER.get(frozenset({a, b}), "no request skeleton fits both")
+            out.append(f"{a} and {b} ({why})")
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _lemmas(text: str) -> tuple[str, ...]:
+    return tuple(w.lemma for w in words(text))
+
+
+def _inside(phrase: tuple[str, ...], lemmas: tuple[str, ...]) -> bool:
+    n = len(phrase)
+    return any(lemmas[i : i + n] == phrase for i in range(len(lemmas) - n + 1))
+
+
+def _own_aliases(term: str, candidates: Iterable[str]) -> tuple[str, ...]:
+    """A slot's candidate aliases without term problems, generic words and repeats."""
+    return tuple(clean_aliases(term, [a for a in candidates if term_problem(a) is None]))
+
+
+@lru_cache(maxsize=65536)
+def _cleaned(term: str, candidates: tuple[str, ...], others: tuple[str, ...]) -> tuple[str, ...]:
+    # a task's slots recur, so the same cleaning recurs: computed once
+    return tuple(clean_aliases(term, candidates, others=others))
+
+
+def task_aliases(slots: Sequence[Slot], request: str) -> tuple[tuple[str, ...], ...]:
+    """Each slot's aliases in one request: its candidates (:attr:`Slot.aliases`) that the
+    request does not use outside the slot's own phrase (a word of another part of the request,
+    e.g. "total" of "the total order value", names no reading), then
+    :func:`~ambitab_gym.aliases.clean_aliases` against every name of the other slots, so that
+    no alias names another ambiguity of the request or is generic.
+
+    >>> top = Slot("vague", "top", "top customers", "critical", (), "top customers",
+    ...            ("top", "3 customers", "3", "best customers"))
+    >>> knowledge = Slot("knowledge", "loyal", "loyal customers", "knowledge", (),
+    ...                  "loyal customers", ("loyal", "3 orders", "order count"))
+    >>> task_aliases([top, knowledge], "List the 3 top customers among loyal customers.")
+    (('top', '3 customers', 'best customers'), ('loyal', 'order count'))
+    """
+    said = set(_lemmas(request))
+    out = []
+    for slot in slots:
+        phrase = slot.phrase.strip()
+        parts = [_lemmas(part) for part in (request.split(phrase) if phrase else [request])]
+        kept = tuple(
+            alias
+            for alias in slot.aliases
+            if not (
+                said.issuperset(_lemmas(alias))
+                and any(_inside(_lemmas(alias), part) for part in parts)
+            )
+        )
+        # only the names that share a word other than a function word with a candidate can
+        # name or be named by one (every name holds such a word): the same result, cheaper
+        mine = {x for alias in kept for x in _lemmas(alias)} - STOP_WORDS
+        others = tuple(
+            name
+            for other in slots
+            if other is not slot
+            for name in (other.term, *other.aliases)
+            if mine.intersection(_lemmas(name))
+        )
+        out.append(_cleaned(slot.term, kept, others))
+    return tuple(out)
 
 
 def _shuffled(rng: np.random.Generator, readings: list[Reading]) -> tuple[Reading, ...]:
@@ -216,7 +345,8 @@ def _memoized(
         b = build()
         assert len(b.readings) == len(order)  # every family has two readings
         readings = tuple(b.readings[i] for i in order)
-        slot = Slot(b.family, b.id, b.term, b.kind, readings, b.phrase, b.aliases)
+        aliases = _own_aliases(b.term, b.aliases)
+        slot = Slot(b.family, b.id, b.term, b.kind, readings, b.phrase, aliases)
         memo[(key, order)] = slot
     return slot  # type: ignore[return-value]
 
@@ -236,6 +366,22 @@ def _distinct_quantiles(
     return (a, b) if a != b else None
 
 
+def _modifiers(term: str) -> list[str]:
+    """The modifiers of a term and of its paraphrases in :data:`TERM_ALIASES` (all words but
+    the noun): "large" and "big" of "large orders".
+
+    >>> _modifiers("large orders"), _modifiers("long-haul flights")
+    (['large', 'big'], ['long-haul', 'long haul'])
+    """
+    phrases = (term, *TERM_ALIASES.get(term, ()))
+    return list(dict.fromkeys(" ".join(p.split()[:-1]) for p in phrases if len(p.split()) > 1))
+
+
+def _where(table: str, conds: Iterable[str]) -> list[str]:
+    """One query per condition over ``table``: the readings :func:`reading_aliases` compares."""
+    return [f"SELECT * FROM {table} AS e WHERE {cond}" for cond in conds]
+
+
 def synonym(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
     """AmbiQT: the measure phrase names two synonymous columns."""
 
@@ -253,9 +399,16 @@ def synonym(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
             for col in d.measure_columns
         ]
         term = d.measure_term
-        return Slot(
-            "synonym", slug(term), term, "critical", tuple(readings), term, TERM_ALIASES[term]
+        columns = [natural_name(col) for col in d.measure_columns]
+        aliases = (
+            *TERM_ALIASES[term],
+            *reading_aliases(
+                [f"SELECT e.{col} FROM {d.event_table} AS e" for col in d.measure_columns]
+            ),
+            *(f"{name} column" for name in columns),
+            term.split()[-1],  # the head noun: "Which cost column?"
         )
+        return Slot("synonym", slug(term), term, "critical", tuple(readings), term, aliases)
 
     return _memoized(db, ("synonym",), rng, build)
 
@@ -285,7 +438,25 @@ def scope(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
                 "overall",
             ),
         )
-        aliases = (f"across all {d.category_plural}", f"over the {d.category_plural}")
+        noun, plural = natural_name(column), d.category_plural
+        grouped = f"SELECT {column}, COUNT(*) FROM {d.item_table} GROUP BY {column}"
+        aliases = (
+            f"across all {plural}",
+            f"over the {plural}",
+            *scope_aliases(noun, plural),
+            *reading_aliases([grouped, f"SELECT COUNT(*) FROM {d.item_table}"]),
+            f"by {noun}",
+            f"broken down by {noun}",
+            f"{noun} by {noun}",
+            "grand total",
+            "overall",
+            "one overall figure",
+            "single figure",
+            "separate figures",
+            "combined",
+            "altogether",
+            "breakdown",
+        )
         return Slot("scope", slug(term), term, "critical", readings, f" {term}", aliases)
 
     return _memoized(db, ("scope",), rng, build)
@@ -324,7 +495,26 @@ def attachment(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
             ),
         )
         phrase = f"{first} and {second} {people} who {term}"
-        aliases = (f"joined prior to {year}", f"joining before {year}")
+        aliases = (
+            f"joined prior to {year}",
+            f"joining before {year}",
+            *attachment_aliases(f"who {term}", [f"{first} {people}", f"{second} {people}"]),
+            f"{first} and {second} {people}",
+            f"before {year}",
+            f"prior to {year}",
+            f"earlier than {year}",
+            "joined before",
+            "year joined",
+            natural_name(d.joined_column),
+            first,
+            second,
+            f"{first} ones",
+            f"{second} ones",
+            f"only the {second}",
+            "both groups",
+            f"both {natural_name(d.tier_column)}s",
+            natural_name(d.tier_column),
+        )
         return Slot("attachment", slug(term), term, "critical", readings, phrase, aliases)
 
     return _memoized(db, ("attachment", first, second, year), rng, build)
@@ -351,9 +541,23 @@ def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> 
                 for n in (low, high)
             )
             term = d.top_term
-            return Slot(
-                "vague", slug(term), term, "critical", readings, term, TERM_ALIASES[term]
+            limits = [f"SELECT name FROM {d.entity_table} LIMIT {n}" for n in (low, high)]
+            counts = [
+                name
+                for n in (low, high)
+                for name in (f"top {n}", f"top {_NUMBER_WORDS[n]}", f"{n} {d.entity_plural}")
+            ]
+            aliases = (
+                *TERM_ALIASES[term],
+                *_modifiers(term),
+                *counts,
+                *(f"{_NUMBER_WORDS[n]} {d.entity_plural}" for n in (low, high)),
+                f"how many {d.entity_plural}",
+                *reading_aliases(limits),
+                *(_NUMBER_WORDS[n] for n in (low, high)),
+                "highest-ranked",
             )
+            return Slot("vague", slug(term), term, "critical", readings, term, aliases)
 
         return _memoized(db, ("vague", low, high), rng, build_top)
     sizes = f"SELECT {d.size_column} FROM {d.event_table}"
@@ -376,7 +580,20 @@ def vague(db: GeneratedDatabase, rng: np.random.Generator, *, ranking: bool) -> 
             )
             for t in thresholds
         )
-        return Slot("vague", slug(term), term, "critical", readings, term, TERM_ALIASES[term])
+        sqls = _where(d.event_table, (r.sql_snippet for r in readings))
+        aliases = (
+            *TERM_ALIASES[term],
+            *_modifiers(term),
+            f"how many {d.size_unit}",
+            *(f"at least {_num(t)} {d.size_unit}" for t in thresholds),
+            *(f"{_num(t)} {d.size_unit}" for t in thresholds),
+            *reading_aliases(sqls),
+            *statistic_aliases(sqls),
+            "threshold",
+            "cutoff",
+            "cut-off",
+        )
+        return Slot("vague", slug(term), term, "critical", readings, term, aliases)
 
     return _memoized(db, ("vague", thresholds), rng, build)
 
@@ -413,15 +630,18 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
                         f"at_least_{_num(k)}",
                     )
                 )
-            return Slot(
-                "knowledge",
-                slug(term),
-                term,
-                "knowledge",
-                tuple(readings),
-                term,
-                TERM_ALIASES[term],
+            aliases = (
+                *TERM_ALIASES[term],
+                *_modifiers(term),
+                f"{d.event_singular} count",
+                *(f"at least {_num(k)} {d.event_plural}" for k in thresholds),
+                *(f"{_num(k)} {d.event_plural}" for k in thresholds),
+                *reading_aliases([r.effect["members"][1] for r in readings]),
+                "threshold",
+                "cutoff",
+                "cut-off",
             )
+            return Slot("knowledge", slug(term), term, "knowledge", tuple(readings), term, aliases)
 
         return _memoized(db, ("knowledge", True, thresholds), rng, build_entity)
     values = f"SELECT {d.item_value_column} FROM {d.item_table}"
@@ -447,14 +667,19 @@ def knowledge(db: GeneratedDatabase, rng: np.random.Generator, *, entity: bool) 
                     f"{op}{_num(v)}",
                 )
             )
+        sqls = [f"SELECT * FROM {d.item_table} AS p WHERE {r.sql_snippet}" for r in readings]
+        aliases = (
+            *TERM_ALIASES[term],
+            *_modifiers(term),
+            natural_name(d.item_value_column),
+            d.item_value_phrase,
+            *reading_aliases(sqls),
+            "threshold",
+            "cutoff",
+            "cut-off",
+        )
         return Slot(
-            "knowledge",
-            slug(term),
-            term,
-            "knowledge",
-            tuple(readings),
-            f" for {term}",
-            TERM_ALIASES[term],
+            "knowledge", slug(term), term, "knowledge", tuple(readings), f" for {term}", aliases
         )
 
     return _memoized(db, ("knowledge", False, item_thresholds), rng, build_item)
@@ -479,7 +704,15 @@ def choice(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
                     slug(city),
                 )
             )
-        aliases = (f"{short} area", f"city of {short}")
+        states = [city.split(",", 1)[-1].strip() for city in (first, second)]
+        aliases = (
+            f"{short} area",
+            f"city of {short}",
+            *reading_aliases(_where(d.entity_table, (r.sql_snippet for r in readings))),
+            *states,
+            natural_name(d.city_column),
+            "state",
+        )
         return Slot(
             "choice", slug(short), short, "critical", tuple(readings), f" from {short}", aliases
         )
@@ -496,8 +729,7 @@ def table(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
         current, archive = d.event_table, d.archive_table
         readings = (
             Reading(
-                f"the {current} table, the current {d.event_plural} from January 2022 to "
-                "June 2024",
+                f"the {current} table, the current {d.event_plural} from January 2022 to June 2024",
                 f"I mean the current {d.event_plural}, the ones in the {current} table.",
                 f"FROM {current}",
                 None,
@@ -514,7 +746,24 @@ def table(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
             ),
         )
         term = f"{d.event_singular} records"
-        aliases = (f"{d.event_singular} history", f"{d.event_singular} data")
+        tables = reading_aliases([f"SELECT COUNT(*) FROM {name}" for name in (current, archive)])
+        aliases = (
+            f"{d.event_singular} history",
+            f"{d.event_singular} data",
+            # the current table's name is the events' own noun, which every question may use
+            *(name for name in tables if name != natural_name(current)),
+            f"{natural_name(current)} table",
+            f"{natural_name(archive)} table",
+            "archive",
+            f"archived {d.event_plural}",
+            f"current {d.event_plural}",
+            "current table",
+            f"old {d.event_plural}",
+            "2019-2021",
+            "2019 to 2021",
+            "2022 to 2024",
+            "since 2022",
+        )
         return Slot("table", slug(term), term, "critical", readings, term, aliases)
 
     return _memoized(db, ("table",), rng, build)
@@ -526,6 +775,7 @@ def time(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
 
     def build() -> Slot:
         date = f"e.{db.domain.date_column}"
+        date_name = natural_name(db.domain.date_column)
         if calendar:
             term = "last year"
             specs = [
@@ -559,14 +809,14 @@ def time(db: GeneratedDatabase, rng: np.random.Generator) -> Slot:
                 ),
             ]
         readings = tuple(Reading(r, s, c, None, {"cond": c}, label) for r, s, c, label in specs)
-        return Slot(
-            "time",
-            slug(term),
-            term,
-            "critical",
-            readings,
-            f" in the {term}",
-            TERM_ALIASES[term],
+        frames = (
+            ("calendar year", "calendar 2023", "2023", "twelve months", "12 months", "trailing")
+            + ("rolling", "July 2023", "June 2024", "January to December")
+            if calendar
+            else ("three months", "3 months", "six months", "6 months", "quarter", "half a year")
+            + ("half year", "April", "January", "how many months")
         )
+        aliases = (*TERM_ALIASES[term], *frames, date_name, "how far back")
+        return Slot("time", slug(term), term, "critical", readings, f" in the {term}", aliases)
 
     return _memoized(db, ("time", calendar), rng, build)

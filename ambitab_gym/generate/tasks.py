@@ -57,9 +57,8 @@ __all__ = [
 ]
 
 #: Bumped whenever the same seed would produce different tasks.
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 _GENERATOR = f"ambitab_gym.generate v{GENERATOR_VERSION}"
-_SKELETONS = ("total", "average", "count", "ranking")
 _MAX_TRIES = 200
 #: throwaway tasks :meth:`DatabasePool.warm` generates to fill the databases' memos
 _WARM_TASKS = 200
@@ -101,7 +100,9 @@ class GeneratorConfig:
 
     Attributes:
         ambiguities: inclusive range of m, the number of registered ambiguities.
-        families: the ambiguity families to draw from (:data:`~.families.FAMILIES`).
+        families: the ambiguity families to draw from (:data:`~.families.FAMILIES`); a
+            range of m that no request of these families can hold is refused with the reason
+            (table and time never meet: :func:`~.families.never_combined`).
         domains: schema families (names, or ``"train"``, ``"test"``, ``"all"``).
         distractors: inclusive range of unambiguous extra phrases (a city, a category, a
             status, a year) that a good asker must learn not to ask about.
@@ -132,12 +133,22 @@ class GeneratorConfig:
             )
         object.__setattr__(self, "ambiguities", (lo, hi))
         families = (self.families,) if isinstance(self.families, str) else tuple(self.families)
+        families = tuple(dict.fromkeys(families))
         unknown = sorted(set(families) - set(fam.FAMILIES))
         if unknown or (hi > 0 and not families):
             raise ConfigurationError(
                 f"unknown families {unknown}; choose from {list(fam.FAMILIES)}"
             )
         object.__setattr__(self, "families", families)
+        most = fam.most_combined(families)
+        if min(hi, len(families)) > most:
+            never = fam.never_combined(families)
+            raise ConfigurationError(
+                f"no request holds {min(hi, len(families))} of the families "
+                f"{list(families)}: at most {most} share one"
+                + (f"; never together: {'; '.join(never)}" if never else "")
+                + f" (lower the ambiguity range to at most {most} or choose other families)"
+            )
         object.__setattr__(self, "domains", resolve_domains(self.domains))
         dlo, dhi = (int(v) for v in self.distractors)
         if not 0 <= dlo <= dhi <= 4:
@@ -242,6 +253,7 @@ class _Plan:
     event_np: str = ""
     entity_np: str = ""
     entity_modified: bool = False
+    clause: bool = False  # the people carry the attachment's relative clause
     place: str = ""
     item: str = ""
     status: str = ""
@@ -492,9 +504,12 @@ class TaskGenerator:
         self.pool = pool if pool is not None else DatabasePool()
         self.validate = bool(validate)
         self.row_masks = bool(row_masks)
-        # the fast path's Ambiguity models by (slot, reading) identity (both memoized per
-        # database, so this stays as small as the databases' slot memos)
-        self._ambiguity_models: dict[tuple[int, int], tuple[fam.Slot, fam.Reading, Ambiguity]] = {}
+        # the fast path's Ambiguity models by (slot, reading) identity and the request's
+        # aliases (slots and readings are memoized per database, the aliases a function of the
+        # slots and the request's few other phrases, so this stays small)
+        self._ambiguity_models: dict[
+            tuple[int, int, tuple[str, ...]], tuple[fam.Slot, fam.Reading, Ambiguity]
+        ] = {}
         #: tasks returned by :meth:`generate`, and the elapsed and CPU seconds spent in it
         self.generated = 0
         self.seconds = 0.0
@@ -569,7 +584,7 @@ class TaskGenerator:
         config = self.config
         domain = config.domains[int(rng.integers(len(config.domains)))]
         db = self.database(domain, int(rng.integers(config.databases_per_domain)))
-        skeleton = _SKELETONS[int(rng.integers(len(_SKELETONS)))]
+        skeleton = fam.SKELETONS[int(rng.integers(len(fam.SKELETONS)))]
         chosen: list[str] = []
         for _ in range(m):
             taken = set(chosen)
@@ -582,7 +597,7 @@ class TaskGenerator:
         plan, slots = self._plan(db, rng, skeleton, chosen)
         if plan is None:
             return None
-        request = self._request(plan, rng)
+        request = self._request(plan, rng, db.domain.entity_plural)
         slots.sort(key=lambda s: request.find(s.term))
         if any(request.count(s.term) != 1 for s in slots):
             return None
@@ -590,7 +605,8 @@ class TaskGenerator:
         sqls = [self._sql(db, plan, combo) for combo in combos]
         if not self._verified(db, plan, sqls, combos):
             return None
-        return self._task(db, plan, slots, combos, sqls, request, seed, task_id)
+        aliases = fam.task_aliases(slots, request)
+        return self._task(db, plan, slots, aliases, combos, sqls, request, seed, task_id)
 
     def _plan(
         self, db: GeneratedDatabase, rng: np.random.Generator, skeleton: str, chosen: list[str]
@@ -612,7 +628,7 @@ class TaskGenerator:
                 plan.scope = slot.phrase
             elif family == "attachment":
                 slot = fam.attachment(db, rng)
-                plan.entity_np, plan.entity_modified = slot.phrase, True
+                plan.entity_np, plan.entity_modified, plan.clause = slot.phrase, True, True
             elif family == "vague":
                 slot = fam.vague(db, rng, ranking=skeleton == "ranking")
                 if slot is not None and skeleton == "ranking":
@@ -687,9 +703,15 @@ class TaskGenerator:
                 plan.when = f" in {year}"
                 plan.conds.append(f"e.{d.date_column} BETWEEN '{year}-01-01' AND '{year}-12-31'")
 
-    def _request(self, plan: _Plan, rng: np.random.Generator) -> str:
-        people = plan.entity_np + plan.place
+    def _request(self, plan: _Plan, rng: np.random.Generator, entity_plural: str) -> str:
+        people, events = plan.entity_np + plan.place, plan.event_np
         tail = f"{plan.item}{plan.status}{plan.when}{plan.scope}{plan.source}"
+        if plan.clause and plan.place:  # after the relative clause, the place would bind to it
+            people = plan.entity_np
+            if plan.skeleton == "ranking":
+                tail += f" among {entity_plural}{plan.place}"
+            else:
+                events += plan.place
         if plan.skeleton == "ranking":
             head = people if plan.top else f"{plan.limit} {people}"
             ranked = (
@@ -702,9 +724,9 @@ class TaskGenerator:
             return text + ("?" if verb.startswith("Which") else ".")
         by = f" by {people}" if plan.entity_modified or plan.place else ""
         if plan.skeleton == "count":
-            return f"How many {plan.event_np}{by}{tail}?"
+            return f"How many {events}{by}{tail}?"
         word = "total" if plan.agg == "SUM" else "average"
-        body = f"the {word} {plan.measure_phrase} of {plan.event_np}{by}{tail}"
+        body = f"the {word} {plan.measure_phrase} of {events}{by}{tail}"
         verb = ("What is", "Show", "Report")[int(rng.integers(3))]
         return f"{verb} {body}" + ("?" if verb == "What is" else ".")
 
@@ -988,6 +1010,7 @@ class TaskGenerator:
         db: GeneratedDatabase,
         plan: _Plan,
         slots: list[fam.Slot],
+        aliases: tuple[tuple[str, ...], ...],
         combos: list[tuple],
         sqls: list[str],
         request: str,
@@ -1034,11 +1057,12 @@ class TaskGenerator:
                 # the fast path: the same objects validation builds, without re-checking
                 # what the generator builds correctly by construction (tests compare the two)
                 ambiguities = []
-                for slot, reading in zip(slots, combo, strict=True):
+                for slot, names, reading in zip(slots, aliases, combo, strict=True):
                     # slots and readings are memoized per database (families._memoized), so
-                    # their models are built once; the entry holds both, so an id is never
-                    # reused while its entry lives
-                    entry = ambiguity_models.get((id(slot), id(reading)))
+                    # their models are built once per request's aliases; the entry holds both,
+                    # so an id is never reused while its entry lives
+                    key = (id(slot), id(reading), names)
+                    entry = ambiguity_models.get(key)
                     if entry is None or entry[0] is not slot or entry[1] is not reading:
                         entry = (
                             slot,
@@ -1048,7 +1072,7 @@ class TaskGenerator:
                                 _AMBIGUITY_FIELDS,
                                 id=slot.id,
                                 term=slot.term,
-                                aliases=slot.aliases,
+                                aliases=names,
                                 kind=slot.kind,
                                 resolution=reading.resolution,
                                 response=reading.response,
@@ -1056,7 +1080,7 @@ class TaskGenerator:
                                 evidence=reading.evidence,
                             ),
                         )
-                        ambiguity_models[(id(slot), id(reading))] = entry
+                        ambiguity_models[key] = entry
                     ambiguities.append(entry[2])
                 records.append(
                     _built(
@@ -1090,14 +1114,14 @@ class TaskGenerator:
             if validated_spec is None:
                 validated_spec = PublicSpec.model_validate(spec)
             ambiguities_validated = []
-            for i, (slot, reading) in enumerate(zip(slots, combo, strict=True)):
+            for i, (slot, names, reading) in enumerate(zip(slots, aliases, combo, strict=True)):
                 model = validated.get((i, id(reading)))
                 if model is None:
                     model = validated[(i, id(reading))] = Ambiguity.model_validate(
                         {
                             "id": slot.id,
                             "term": slot.term,
-                            "aliases": list(slot.aliases),
+                            "aliases": list(names),
                             "kind": slot.kind,
                             "resolution": reading.resolution,
                             "response": reading.response,
