@@ -328,6 +328,13 @@ def _restates(
     return len(repeated) > MAX_REQUEST_WORDS and len(repeated) >= _COVERAGE * len(others)
 
 
+def _repeats(lemmas: Sequence[str], a: int, b: int, request_words: set[str]) -> bool:
+    """Whether the question repeats most of the request's content words outside ``[a, b)``."""
+    others = request_words - set(lemmas[a:b])
+    repeated = {x for x in lemmas[:a] + lemmas[b:] if x in others}
+    return bool(others) and len(repeated) >= _COVERAGE * len(others)
+
+
 def _short_quote(quoted: Sequence[str], request_words: set[str]) -> bool:
     """Whether a quote picks out a phrase rather than quoting the request back."""
     return len({x for x in quoted if x in request_words}) < max(2, _COVERAGE * len(request_words))
@@ -354,7 +361,8 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
         if named > MAX_SCHEMA_NAMES:
             return ()
     quotes = _quotes(text, tokens)
-    echo = asked and _echoes(lemmas, index, bool(_CONFIRMATION.match(text)))
+    confirms = asked and bool(_CONFIRMATION.match(text))
+    echo = asked and _echoes(lemmas, index, confirms)
     request_words = {x for x in index.request if _content(x)}
     found: dict[str, tuple[int, int, int]] = {}
 
@@ -371,6 +379,8 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
                 short = quote and _short_quote(lemmas[quote[0] : quote[1]], request_words)
                 if not short and _restates(lemmas, a, b, index, request_words):
                     continue
+            elif confirms and _repeats(lemmas, a, b, request_words):
+                continue  # "You want the flights that leave from Denver?": read back, reworded
             key = (0 if quote else 1, start, start - end)
             keep(name.ambiguity_id, key)
     for qa, qb, start, end in [] if echo else quotes:  # a quoted modifier: "'recent'?"

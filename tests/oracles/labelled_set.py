@@ -180,9 +180,10 @@ def score(questions: list[dict], sources: dict[str, Corpus]) -> Tally:
             tally.skipped += 1
             continue
         matcher = deterministic_oracle(corpus.manifest.oracle).matcher
-        got = matcher.match(
-            item["question"], OracleContext(record, spec=corpus.public_spec(record))
-        )
+        context = OracleContext(record, spec=corpus.public_spec(record))
+        counted = {a.id for a in record.counted_ambiguities}
+        # a credit of a non-counted ambiguity (a sort order) is no credit for any metric
+        got = matcher.match(item["question"], context) & counted
         positive = item["label"] != "none"
         if positive:
             want = record.counted_ambiguities[int(item["label"][1:]) - 1].id
