@@ -57,9 +57,16 @@ def test_restatements_are_not_credited(question):
     assert credited(question) is None
 
 
-def test_a_reading_alias_counts_even_beside_a_restatement():
+def test_a_reading_alias_counts_even_beside_a_copy_of_the_request():
     # "salary" is not a request word: the question names a reading
-    assert credited("So you want the top earners by region, by salary?") == "top"
+    assert credited("Top earners by region: ranked by salary or by bonus?") == "top"
+
+
+def test_a_reworded_confirmation_names_nothing_even_with_a_reading_word():
+    # a confirmation repeating most of the request's other words reads it back
+    assert credited("So you want to list the best paid top earners by region?") is None
+    # a confirmation that asks about the reading alone still counts
+    assert credited("So you want them ranked by salary?") == "top"
 
 
 def test_a_short_quote_asks_about_what_it_quotes():
