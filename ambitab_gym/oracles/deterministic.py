@@ -118,10 +118,7 @@ class _RankingMatcher:
 
 @lru_cache(maxsize=256)
 def _identifiers(schema_text: str | None) -> tuple[str, ...]:
-    try:
-        return tuple(schema_identifiers(schema_text, strict=True))
-    except ValueError:
-        return ()
+    return tuple(schema_identifiers(schema_text))
 
 
 class IntentMatcher(_RankingMatcher):

@@ -12,8 +12,8 @@ A question *asks about* an ambiguity when it names it and is not a restatement:
   question about "top earners";
 * a question that repeats more than :data:`MAX_REQUEST_WORDS` other content words of the request
   restates it, whatever it says around them;
-* a question that names more than :data:`MAX_SCHEMA_NAMES` tables and columns of the schema is a
-  list, not a question about one ambiguity: it names nothing.
+* a question that names more than :data:`MAX_SCHEMA_NAMES` tables and columns of the schema, or
+  every one of three or more, is a list, not a question about one ambiguity: it names nothing.
 
 Among the ambiguities a text names, a mention inside quotes ranks first, then the earliest,
 then the longest; a tie names nothing (paper Table 6).
@@ -176,7 +176,7 @@ class _Name:
     ambiguity_id: str
     lemmas: tuple[str, ...]
     pattern: re.Pattern[str] | None
-    in_request: bool = False  # made of words the request uses, in its order
+    in_request: bool = False  # made only of words the request uses
 
 
 @dataclass(frozen=True)
@@ -243,7 +243,7 @@ def name_index(
             if n.pattern is not None:
                 n = _Name(ambiguity_id, (), n.pattern, bool(n.pattern.search(request)))
             else:
-                n = _Name(ambiguity_id, n.lemmas, None, _occurs(request_lemmas, n.lemmas))
+                n = _Name(ambiguity_id, n.lemmas, None, set(n.lemmas) <= set(request_lemmas))
             compiled.append(n)
     schema = tuple(
         dict.fromkeys(
@@ -358,8 +358,8 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
     lemmas = [w.lemma for w in tokens]
     if asked and index.schema:
         named = sum(1 for ident in index.schema if _occurs(lemmas, ident))
-        if named > MAX_SCHEMA_NAMES:
-            return ()
+        if named > MAX_SCHEMA_NAMES or (named >= 3 and named == len(index.schema)):
+            return ()  # a list of the schema, not a question about one ambiguity
     quotes = _quotes(text, tokens)
     confirms = asked and bool(_CONFIRMATION.match(text))
     echo = asked and _echoes(lemmas, index, confirms)
@@ -376,7 +376,11 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
             if asked and index.request and name.in_request:
                 if echo:
                     continue  # the request read back, quotes and all
-                short = quote and _short_quote(lemmas[quote[0] : quote[1]], request_words)
+                short = (
+                    quote
+                    and _short_quote(lemmas[quote[0] : quote[1]], request_words)
+                    and not _restates(lemmas, quote[0], quote[1], index, request_words)
+                )
                 if not short and _restates(lemmas, a, b, index, request_words):
                     continue
             elif confirms and _repeats(lemmas, a, b, request_words):

@@ -98,10 +98,7 @@ class SchemaProbeAsker:
         schema = view.spec.schema_text or ""
         names = self._names.get(schema)
         if names is None:
-            try:
-                names = schema_identifiers(schema, strict=True)
-            except ValueError:
-                names = re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", schema)
+            names = schema_identifiers(schema) or re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", schema)
             self._names[schema] = names
         return names
 
