@@ -31,7 +31,7 @@ one table, so no name is written down twice.
 Example:
     >>> from ambitab_gym import registry
     >>> registry.names("asker")
-    ('none', 'full', 'full-adv', 'generic', 'schema-probe', 'llm:STRATEGY')
+    ('none', 'full', 'full-adv', 'generic', 'schema-probe', 'restatement', 'llm:STRATEGY')
     >>> registry.get("solver", "dialogue-sql-blind").description
     'copies SQL found in the answers, else the default reading (ignores the answers)'
     >>> registry.create("asker", "full").__class__.__name__

@@ -602,7 +602,7 @@ def ambiguity_term(
     'whose salary is $60,000'
     >>> choice = ambiguity_term("List the Spanish-speaking servers and chefs.", "attachment", [])
     >>> choice.term, choice.aliases
-    ('Spanish-speaking', ('servers', 'chefs', 'only the chefs', 'speak Spanish'))
+    ('Spanish-speaking', ('both servers and chefs', 'only the chefs', 'speak Spanish'))
     >>> ambiguity_term("What's the most popular shop?", "vague",
     ...     ["What is the shop with most customers?", "What is the shop with the best rating?"]).term
     'popular'

@@ -374,14 +374,15 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
         for a, b, start, end in _spans(text, tokens, name):
             quote = next((q for q in quotes if q[0] <= a and b <= q[1]), None)
             if asked and index.request and name.in_request:
-                if echo:
-                    continue  # the request read back, quotes and all
+                # the asker's own short quote picks out what it asks about ("What is
+                # 'revenue'?"); a quote inside a copy of the request is the request's
                 short = (
                     quote
+                    and not confirms
                     and _short_quote(lemmas[quote[0] : quote[1]], request_words)
                     and not _restates(lemmas, quote[0], quote[1], index, request_words)
                 )
-                if not short and _restates(lemmas, a, b, index, request_words):
+                if not short and (echo or _restates(lemmas, a, b, index, request_words)):
                     continue
             elif confirms and _repeats(lemmas, a, b, request_words):
                 continue  # "You want the flights that leave from Denver?": read back, reworded
