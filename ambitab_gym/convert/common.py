@@ -489,7 +489,7 @@ class TermChoice:
         term: the phrase as the request writes it.
         aliases: source names the request does not use (a knowledge-base name, a column).
         origin: how the term was derived (``annotation``, ``question_diff``, ``evidence``,
-            ``column_name``, ``synonym``, ``table_noun``, ``knowledge_base``, ``sql_snippet``,
+            ``column_name``, ``synonym``, ``knowledge_base``, ``sql_snippet``,
             ``llm``, ``released``); recorded per ambiguity in ``source.term_origin`` and counted
             in the manifest.
 

@@ -189,6 +189,7 @@ class NameIndex:
     names: tuple[_Name, ...]
     request: tuple[str, ...]
     schema: tuple[tuple[str, ...], ...]
+    request_quotes: frozenset[tuple[str, ...]] = frozenset()  # what the request itself quotes
 
     @property
     def request_set(self) -> frozenset[str]:
@@ -250,7 +251,8 @@ def name_index(
             lemmas for ident in schema_identifiers if (lemmas := _identifier_lemmas(ident))
         )
     )
-    return NameIndex(tuple(compiled), request_lemmas, schema)
+    quoted = frozenset(tuple(w.lemma for w in words(m.group(0))) for m in _QUOTED.finditer(request))
+    return NameIndex(tuple(compiled), request_lemmas, schema, quoted)
 
 
 def _occurrences(lemmas: Sequence[str], part: tuple[str, ...]) -> Iterable[int]:
@@ -375,12 +377,12 @@ def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
             quote = next((q for q in quotes if q[0] <= a and b <= q[1]), None)
             if asked and index.request and name.in_request:
                 # the asker's own short quote picks out what it asks about ("What is
-                # 'revenue'?"); a quote inside a copy of the request is the request's
+                # 'revenue'?"); a quote the request holds is the request's
                 short = (
                     quote
                     and not confirms
+                    and tuple(lemmas[quote[0] : quote[1]]) not in index.request_quotes
                     and _short_quote(lemmas[quote[0] : quote[1]], request_words)
-                    and not _restates(lemmas, quote[0], quote[1], index, request_words)
                 )
                 if not short and (echo or _restates(lemmas, a, b, index, request_words)):
                     continue

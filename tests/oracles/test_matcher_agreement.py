@@ -55,7 +55,7 @@ def test_tasks_built_from_upstream(sources):
     # one AmbiQT item ("Which airports ...") names its column only through the table now and
     # is dropped by the converter: its ten questions are skipped
     assert tuning.skipped == 10
-    assert tuning.rate(True) >= 0.77  # measured 0.775 (target 0.90)
+    assert tuning.rate(True) >= 0.77  # measured 0.780 (target 0.90)
     assert tuning.rate(False) <= 0.03  # measured 0.029
     assert tuning.kind_rate("restatement") == 1.0
     heldout = score(_select("heldout", True), sources)
