@@ -29,6 +29,26 @@ def upstream(*parts: str) -> Path:
     return path
 
 
+def schema_only_databases(tables_file: Path, folder: Path) -> Path:
+    """``<folder>/<db>/<db>.sqlite`` with the tables of BIRD's tables file and no rows."""
+    for entry in json.loads(tables_file.read_text("utf-8")):
+        db = entry["db_id"]
+        (folder / db).mkdir(parents=True)
+        connection = sqlite3.connect(folder / db / f"{db}.sqlite")
+        for index, table in enumerate(entry["table_names_original"]):
+            columns = [
+                f'"{name}" {kind}'
+                for (owner, name), kind in zip(
+                    entry["column_names_original"], entry["column_types"], strict=True
+                )
+                if owner == index
+            ]
+            connection.execute(f'CREATE TABLE "{table}" ({", ".join(columns)})')
+        connection.commit()
+        connection.close()
+    return folder
+
+
 def run_build(*args: str) -> tuple[int, dict]:
     """Run ``ambitab-gym build ... --json``; returns the exit status and the last JSON line."""
     buffer = io.StringIO()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 from convert_helpers import (
@@ -19,6 +18,7 @@ from convert_helpers import (
     oracle_credits,
     read_jsonl,
     run_build,
+    schema_only_databases,
     tiny_bird,
     upstream,
 )
@@ -26,26 +26,6 @@ from convert_helpers import (
 from ambitab_gym.convert import ew_bird
 from ambitab_gym.convert.common import BuildOptions, Workspace
 from ambitab_gym.validate import validate_corpus
-
-
-def schema_only_databases(tables_file: Path, folder: Path) -> Path:
-    """``<folder>/<db>/<db>.sqlite`` with the tables of BIRD's tables file and no rows."""
-    for entry in json.loads(tables_file.read_text("utf-8")):
-        db = entry["db_id"]
-        (folder / db).mkdir(parents=True)
-        connection = sqlite3.connect(folder / db / f"{db}.sqlite")
-        for index, table in enumerate(entry["table_names_original"]):
-            columns = [
-                f'"{name}" {kind}'
-                for (owner, name), kind in zip(
-                    entry["column_names_original"], entry["column_types"], strict=True
-                )
-                if owner == index
-            ]
-            connection.execute(f'CREATE TABLE "{table}" ({", ".join(columns)})')
-        connection.commit()
-        connection.close()
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import sqlite3
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -71,26 +70,6 @@ def _cli(*args: str) -> None:
         raise RuntimeError(f"ambitab-gym {' '.join(args)} exited with {status}")
 
 
-def _schema_only_databases(tables_file: Path, folder: Path) -> Path:
-    """``<folder>/<db>/<db>.sqlite`` with the tables of BIRD's tables file and no rows."""
-    for entry in json.loads(tables_file.read_text("utf-8")):
-        db = entry["db_id"]
-        (folder / db).mkdir(parents=True)
-        connection = sqlite3.connect(folder / db / f"{db}.sqlite")
-        for index, table in enumerate(entry["table_names_original"]):
-            columns = [
-                f'"{name}" {kind}'
-                for (owner, name), kind in zip(
-                    entry["column_names_original"], entry["column_types"], strict=True
-                )
-                if owner == index
-            ]
-            connection.execute(f'CREATE TABLE "{table}" ({", ".join(columns)})')
-        connection.commit()
-        connection.close()
-    return folder
-
-
 def build_sources(work: Path) -> tuple[dict[str, Corpus], dict[str, str]]:
     """Every source corpus that can be built here, and why the others cannot."""
     sources: dict[str, Corpus] = {}
@@ -103,6 +82,7 @@ def build_sources(work: Path) -> tuple[dict[str, Corpus], dict[str, str]]:
     sys.path.insert(0, str(CONVERT_TESTS))
     try:
         from ambrosia_fixture import write_ambrosia_csv
+        from convert_helpers import schema_only_databases
         from taco_fixture import write_taco
     finally:
         sys.path.remove(str(CONVERT_TESTS))
@@ -130,7 +110,7 @@ def build_sources(work: Path) -> tuple[dict[str, Corpus], dict[str, str]]:
     )  # fmt: skip
     sources["upstream/bird_interact"] = load_corpus(str(work / "upstream-bi"))
     dev = UPSTREAM / "bird" / "dev"
-    databases = _schema_only_databases(dev / "dev_tables.json", work / "bird-databases")
+    databases = schema_only_databases(dev / "dev_tables.json", work / "bird-databases")
     _cli(
         "build", "ew-bird", "--source", str(dev), "--databases", str(databases),
         "--out", str(work / "upstream-ew-bird"),
