@@ -212,7 +212,7 @@ def _lemmas(text: str) -> tuple[str, ...]:
     return tuple(w.lemma for w in words(text))
 
 
-def alias_problem(alias: str, *, term: str = "", others: Iterable[str] = ()) -> str | None:
+def alias_problem(alias: str, *, others: Iterable[str] = ()) -> str | None:
     """Why a phrase cannot be an alias of an ambiguity, or None when it can.
 
     ``"empty"``; ``"stop_word"`` (only function words, which every question contains);
@@ -267,7 +267,7 @@ def clean_aliases(term: str, aliases: Iterable[str], others: Iterable[str] = ())
     for alias in aliases:
         alias = " ".join(str(alias).split())
         key = _lemmas(alias)
-        if key in seen or alias_problem(alias, term=term, others=others):
+        if key in seen or alias_problem(alias, others=others):
             continue
         seen.add(key)
         out.append(alias)

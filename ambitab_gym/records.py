@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -182,6 +183,12 @@ class TaskRecord(_Frozen):
         if duplicates:
             raise ValueError(f"ambiguity ids must be unique, repeated: {duplicates}")
         return value
+
+    @cached_property
+    def name_entries(self) -> tuple[tuple[str, tuple[str, ...], str | None], ...]:
+        """``(ambiguity id, term and aliases, evidence)`` per ambiguity in annotation order:
+        what the deterministic matchers search, gathered once per record."""
+        return tuple((a.id, a.names, a.evidence) for a in self.ambiguities)
 
     @property
     def counted_ambiguities(self) -> tuple[Ambiguity, ...]:

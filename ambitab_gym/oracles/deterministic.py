@@ -11,7 +11,7 @@
   response, else the resolution), a refusal when nothing was credited. The knowledge oracle's
   answer to a repeat (an ambiguity credited earlier in the episode) restates the ambiguity's
   evidence hint when it has one (paper Table 6: "repeats can restate evidence").
-* :func:`record_names` - the names searched per ambiguity, shared with the C.3 route scorer
+* :func:`record_index` - the names searched per ambiguity, shared with the C.3 route scorer
   (:mod:`ambitab_gym.oracles.routes`).
 * :func:`deterministic_oracle` - the corpus's reference oracle by name (``intent``/``knowledge``).
 """
@@ -24,8 +24,8 @@ from typing import Any
 
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.oracles.base import REFUSAL, Oracle, OracleContext
-from ambitab_gym.oracles.mentions import asked_about, best, name_index
-from ambitab_gym.records import TaskRecord
+from ambitab_gym.oracles.mentions import NameIndex, asked_about, best, name_index
+from ambitab_gym.records import PublicSpec, TaskRecord
 from ambitab_gym.textutil import schema_identifiers
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "deterministic_oracle",
     "reference_oracle",
     "evidence_concept",
-    "record_names",
+    "record_index",
 ]
 
 _EVIDENCE_SPLIT = re.compile(
@@ -71,9 +71,12 @@ def evidence_concept(evidence: str | None) -> str | None:
     return concept or None
 
 
-def record_names(record: TaskRecord, *, use_evidence: bool = False) -> tuple:
-    """``(ambiguity id, names)`` of a record in annotation order: the term, the aliases and,
-    with ``use_evidence``, the concept of the evidence hint ("X refers to ..." adds "X").
+def record_index(
+    record: TaskRecord, spec: PublicSpec | None = None, *, use_evidence: bool = False
+) -> NameIndex:
+    """The compiled names of a record's ambiguities (term, aliases and, with ``use_evidence``,
+    the concept of the evidence hint: "X refers to ..." adds "X"), read against the public
+    request and schema (``spec``; default the record's own).
 
     >>> from ambitab_gym.records import parse_record
     >>> record = parse_record({"id": "r", "avt_id": "a", "corpus": "demo",
@@ -81,18 +84,28 @@ def record_names(record: TaskRecord, *, use_evidence: bool = False) -> tuple:
     ...     "ambiguities": [{"id": "big", "term": "big orders", "aliases": ["large"],
     ...         "kind": "knowledge", "resolution": "x", "evidence": "high-value order = total > 9"}],
     ...     "verification": {"database": "shop", "reference_sql": "SELECT 1"}})
-    >>> record_names(record, use_evidence=True)
-    (('big', ('big orders', 'large', 'high-value order')),)
+    >>> [n.lemmas for n in record_index(record, use_evidence=True).names]
+    [('big', 'order'), ('large',), ('high', 'value', 'order')]
     """
-    out = []
-    for ambiguity in record.ambiguities:
-        names = [n for n in ambiguity.names if n.strip()]
-        if use_evidence:
-            concept = evidence_concept(ambiguity.evidence)
-            if concept and concept.lower() not in {n.lower() for n in names}:
-                names.append(concept)
-        out.append((ambiguity.id, tuple(names)))
-    return tuple(out)
+    spec = spec or record.spec
+    return _index(record.name_entries, spec.request, spec.schema_text, use_evidence)
+
+
+@lru_cache(maxsize=4096)  # one compiled index per record and spec, shared by every question
+def _index(
+    entries: tuple[tuple[str, tuple[str, ...], str | None], ...],
+    request: str,
+    schema_text: str | None,
+    use_evidence: bool,
+) -> NameIndex:
+    names = []
+    for ambiguity_id, group, evidence in entries:
+        kept = [n for n in group if n.strip()]
+        concept = evidence_concept(evidence) if use_evidence else None
+        if concept and concept.lower() not in {n.lower() for n in kept}:
+            kept.append(concept)
+        names.append((ambiguity_id, tuple(kept)))
+    return name_index(tuple(names), request, tuple(schema_identifiers(schema_text)))
 
 
 class _RankingMatcher:
@@ -104,21 +117,10 @@ class _RankingMatcher:
 
     def match(self, question: str, context: OracleContext) -> frozenset[str]:
         question = question if isinstance(question, str) else str(question)
-        record = context.record
-        spec = context.spec or record.spec
-        index = name_index(
-            record_names(record, use_evidence=self.use_evidence),
-            spec.request,
-            tuple(_identifiers(spec.schema_text)),
-        )
+        index = record_index(context.record, context.spec, use_evidence=self.use_evidence)
         resolved = context.credited if self.prefer_unresolved and context.turns else frozenset()
         found = best(asked_about(question, index), resolved)
         return frozenset() if found is None else frozenset({found})
-
-
-@lru_cache(maxsize=256)
-def _identifiers(schema_text: str | None) -> tuple[str, ...]:
-    return tuple(schema_identifiers(schema_text))
 
 
 class IntentMatcher(_RankingMatcher):

@@ -5,21 +5,26 @@ by lemma (:func:`ambitab_gym.terms.words`): "location" names "locations", "long 
 "long-haul", case and possessives do not matter. A name with non-Latin letters (TACO's Chinese
 place names) is found as a whole-word pattern instead, as written.
 
-A question *asks about* an ambiguity when it names it and is not a restatement:
+A question *asks about* an ambiguity when it names it and is not a restatement. A name made
+only of request words earns nothing when the question
 
-* a mention inside a run of words copied from the request, where that run also holds a content
-  word outside the name, is the request restated ("List the top earners by region?"), not a
-  question about "top earners";
-* a question that repeats more than :data:`MAX_REQUEST_WORDS` other content words of the request
-  restates it, whatever it says around them;
-* a question that names more than :data:`MAX_SCHEMA_NAMES` tables and columns of the schema, or
-  every one of three or more, is a list, not a question about one ambiguity: it names nothing.
+* reads the request back: a confirmation ("So you want ...?") or no word of its own (neither a
+  clarification cue such as "mean", "which", "should" nor a content word the request lacks);
+* copies most of the request around the name ("Do you mean: list the top earners by region?");
+* repeats most, and more than :data:`MAX_REQUEST_WORDS`, of the request's other content words;
+
+unless the asker quotes it ("What is 'revenue'?"): a short quote of the asker's own, not one the
+request holds, asks about what it quotes, including the leading modifier of a term ("What counts
+as 'recent'?" for "recent albums"). A name the request does not use (a reading's column or
+value) counts, except in a confirmation that repeats most of the request. A question that names
+more than :data:`MAX_SCHEMA_NAMES` tables and columns of the schema, or every one of three or
+more, is a list, not a question about one ambiguity: it names nothing.
 
 Among the ambiguities a text names, a mention inside quotes ranks first, then the earliest,
 then the longest; a tie names nothing (paper Table 6).
 
 * :class:`Mention` - one ambiguity named in a text, with its ranking key.
-* :class:`NameIndex` - the names of a record's ambiguities, compiled once (:func:`name_index`).
+* :class:`NameIndex` - the names of a record's ambiguities, compiled (:func:`name_index`).
 * :func:`asked_about` - the ambiguities a question asks about, best first (the matchers).
 * :func:`named_in` - the ambiguities a text names, best first, with no restatement rule (the
   C.3 route scorer, which reads labels, rationales and responses as well as questions).
@@ -179,7 +184,7 @@ class _Name:
     in_request: bool = False  # made only of words the request uses
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per record (record_index): hashed by identity
 class NameIndex:
     """The names of one record's ambiguities, with the request and schema they are read against.
 
@@ -190,10 +195,6 @@ class NameIndex:
     request: tuple[str, ...]
     schema: tuple[tuple[str, ...], ...]
     request_quotes: frozenset[tuple[str, ...]] = frozenset()  # what the request itself quotes
-
-    @property
-    def request_set(self) -> frozenset[str]:
-        return frozenset(self.request)
 
 
 def _compile(ambiguity_id: str, name: str) -> _Name | None:
@@ -216,7 +217,6 @@ def _identifier_lemmas(identifier: str) -> tuple[str, ...]:
     return tuple(w.lemma for w in words(spaced))
 
 
-@lru_cache(maxsize=4096)
 def name_index(
     names: tuple[tuple[str, tuple[str, ...]], ...],
     request: str = "",
@@ -308,9 +308,9 @@ def _echoes(lemmas: Sequence[str], index: NameIndex, confirms: bool) -> bool:
     no word of its own (a clarification cue or a content word the request does not use)."""
     if confirms:
         return True
+    request = set(index.request)
     return not any(
-        x not in index.request_set and (x in _CUES or (_content(x) and x not in _FRAME))
-        for x in lemmas
+        x not in request and (x in _CUES or (_content(x) and x not in _FRAME)) for x in lemmas
     )
 
 
@@ -318,23 +318,23 @@ def _restates(
     lemmas: Sequence[str], a: int, b: int, index: NameIndex, request_words: set[str]
 ) -> bool:
     """Whether the mention ``lemmas[a:b]`` of request words sits in a copy of most of the
-    request, or in a question that repeats most of the request's other content words."""
-    name = set(lemmas[a:b])
-    others = request_words - name
-    if not others:
-        return False
-    run = _copied_run(lemmas, a, b, index.request) - name
+    request, or in a question that repeats most (and more than :data:`MAX_REQUEST_WORDS`) of
+    the request's other content words."""
+    others = request_words - set(lemmas[a:b])
+    run = _copied_run(lemmas, a, b, index.request) - set(lemmas[a:b])
     if run and len(run) >= _COVERAGE * len(others):
         return True
-    repeated = {x for x in lemmas[:a] + lemmas[b:] if x in others}
-    return len(repeated) > MAX_REQUEST_WORDS and len(repeated) >= _COVERAGE * len(others)
+    return _repeats(lemmas, a, b, request_words, at_least=MAX_REQUEST_WORDS + 1)
 
 
-def _repeats(lemmas: Sequence[str], a: int, b: int, request_words: set[str]) -> bool:
-    """Whether the question repeats most of the request's content words outside ``[a, b)``."""
+def _repeats(
+    lemmas: Sequence[str], a: int, b: int, request_words: set[str], at_least: int = 1
+) -> bool:
+    """Whether the question repeats most of the request's content words outside ``[a, b)``
+    (and at least ``at_least`` of them)."""
     others = request_words - set(lemmas[a:b])
     repeated = {x for x in lemmas[:a] + lemmas[b:] if x in others}
-    return bool(others) and len(repeated) >= _COVERAGE * len(others)
+    return bool(others) and len(repeated) >= max(at_least, _COVERAGE * len(others))
 
 
 def _short_quote(quoted: Sequence[str], request_words: set[str]) -> bool:
@@ -353,13 +353,15 @@ def _quotes(text: str, tokens: tuple[Word, ...]) -> list[tuple[int, int, int, in
     return out
 
 
-def _scan(text: str, index: NameIndex, *, asked: bool) -> tuple[Mention, ...]:
+@lru_cache(maxsize=65536)  # a pure function of the text and the record's index
+def _scan(text: str, index: NameIndex, asked: bool) -> tuple[Mention, ...]:
     tokens = words(text)
     if not tokens or not index.names:
         return ()
     lemmas = [w.lemma for w in tokens]
     if asked and index.schema:
-        named = sum(1 for ident in index.schema if _occurs(lemmas, ident))
+        present = set(lemmas)
+        named = sum(1 for i in index.schema if i[0] in present and _occurs(lemmas, i))
         if named > MAX_SCHEMA_NAMES or (named >= 3 and named == len(index.schema)):
             return ()  # a list of the schema, not a question about one ambiguity
     quotes = _quotes(text, tokens)
@@ -426,7 +428,7 @@ def asked_about(question: str, index: NameIndex) -> tuple[Mention, ...]:
         >>> [m.ambiguity_id for m in asked_about("The best paid by region?", index)]
         ['top']
     """
-    return _scan(question, index, asked=True)
+    return _scan(question, index, True)
 
 
 def named_in(text: str, index: NameIndex) -> tuple[Mention, ...]:
@@ -436,7 +438,7 @@ def named_in(text: str, index: NameIndex) -> tuple[Mention, ...]:
     >>> [m.ambiguity_id for m in named_in("Which region? And the 'top earners'?", index)]
     ['top', 'reg']
     """
-    return _scan(text, index, asked=False)
+    return _scan(text, index, False)
 
 
 def best(ranking: Sequence[Mention], resolved: frozenset[str] = frozenset()) -> str | None:

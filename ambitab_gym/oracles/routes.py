@@ -31,8 +31,8 @@ Choices where the paper is silent (docs/leakage.md, "Scoring"):
 from __future__ import annotations
 
 from ambitab_gym.oracles.base import REFUSAL, Route
-from ambitab_gym.oracles.deterministic import record_names
-from ambitab_gym.oracles.mentions import NameIndex, best, name_index, named_in
+from ambitab_gym.oracles.deterministic import record_index
+from ambitab_gym.oracles.mentions import NameIndex, best, named_in
 from ambitab_gym.records import TaskRecord
 
 __all__ = ["route_names", "score_route"]
@@ -50,7 +50,7 @@ def route_names(record: TaskRecord) -> NameIndex:
     >>> [name.ambiguity_id for name in route_names(record).names]
     ['top', 'top']
     """
-    return name_index(record_names(record))
+    return record_index(record)
 
 
 def _exact_label(argument: str, record: TaskRecord) -> str | None:

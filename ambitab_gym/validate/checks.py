@@ -378,7 +378,7 @@ def term_checks(record: TaskRecord) -> list[Violation]:
                 )
         others = [n for a in record.ambiguities if a.id != ambiguity.id for n in a.names]
         for alias in ambiguity.aliases:
-            problem = alias_problem(alias, term=ambiguity.term, others=others)
+            problem = alias_problem(alias, others=others)
             if problem in ("generic", "other_ambiguity"):
                 out.append(
                     Violation(

@@ -173,7 +173,7 @@ def test_no_alias_names_another_ambiguity_of_its_record(corpus_name):
         for ambiguity in record.counted_ambiguities:
             others = [n for b in record.ambiguities if b.id != ambiguity.id for n in b.names]
             for alias in ambiguity.aliases:
-                problem = alias_problem(alias, term=ambiguity.term, others=others)
+                problem = alias_problem(alias, others=others)
                 assert problem is None, (record.id, ambiguity.id, alias, problem)
 
 
