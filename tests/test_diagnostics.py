@@ -299,6 +299,83 @@ def test_leakage_command_rejects_unknown_names(tmp_path, capsys):
     assert "schema-word-matcher" in capsys.readouterr().err
 
 
+def _leakage_run(tmp_path, capsys, solver: str) -> tuple[dict, str]:
+    """A small leaky-sql-responder campaign with the shotgun probe: (--json object, stderr)."""
+    status = main(
+        [
+            "leakage",
+            "AmbiTab-Bird-v0",
+            "--oracle",
+            "leaky-sql-responder",
+            "--asker",
+            "schema-probe",
+            "--solver",
+            solver,
+            "--limit",
+            "12",
+            "--resamples",
+            "50",
+            "--no-progress",
+            "--json",
+            "--results",
+            str(tmp_path / f"{solver}.duckdb"),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    return json.loads(captured.out.strip().splitlines()[-1]), captured.err
+
+
+SOLVER_WARNING = "does not read what the answers say"
+
+
+def test_leakage_warns_when_the_solver_cannot_read_the_answers(tmp_path, capsys):
+    payload, err = _leakage_run(tmp_path, capsys, "interpretation")
+    # every answer carries the reference SQL, yet this solver never shows it
+    assert payload["d_j_resp"]["mean"] == 0.0 and payload["d_j_full"]["mean"] == 0.0
+    lines = [line for line in err.splitlines() if SOLVER_WARNING in line]
+    assert len(lines) == 1
+    assert lines[0] == (
+        "ambitab-gym leakage: warning: solver 'interpretation' does not read what the answers "
+        "say beyond the task's stored answer texts, so dJ_resp and dJ_full cannot show a "
+        "response leak with it; use --solver dialogue-sql, dialogue-sql-blind or llm"
+    )
+
+
+@pytest.mark.parametrize("solver", ["dialogue-sql", "dialogue-sql-blind"])
+def test_no_solver_warning_for_a_solver_that_reads_the_answers(tmp_path, capsys, solver):
+    payload, err = _leakage_run(tmp_path, capsys, solver)
+    assert payload["d_j_resp"]["mean"] > 0.0  # the same leak, now visible
+    assert SOLVER_WARNING not in err and "use --solver" not in err
+
+
+def test_reads_answers_declarations_match_what_the_solvers_do():
+    """The declaration is checked against behaviour: a solver that reads the answers copies SQL
+    an answer volunteers; one that does not submits the same SQL with or without it."""
+    from ambitab_gym import registry
+    from ambitab_gym.commands._args import solver_reads_answers
+    from ambitab_gym.commands.leakage import solver_warning
+
+    corpus = load_corpus("AmbiTab-Bird-v0")
+    record = next(r for r in corpus.records if r.m > 0)
+    spec = corpus.public_spec(record)
+    plain = (DialogueTurn("Which one?", "I cannot say."),)
+    leaked = (DialogueTurn("Which one?", "I cannot say. ```sql\nSELECT 4242\n```"),)
+    for name in registry.names("solver"):
+        if name == "llm":  # needs a server; a model reads the answers as text
+            assert solver_reads_answers(name) is True
+            continue
+        solver = registry.create("solver", name, corpus=corpus)
+        copies = solver.solve(PublicView(spec, leaked)) == "SELECT 4242"
+        assert solver.solve(PublicView(spec, plain)) != "SELECT 4242"
+        assert solver_reads_answers(name) is copies, name
+        assert (solver_warning(name) is None) is copies, name
+    # an import path is read the same way; a solver declaring nothing gets no warning
+    assert solver_warning("ambitab_gym.policies.interpretation:InterpretationSolver")
+    assert solver_warning("ambitab_gym.policies.probes:DialogueSQLSolver") is None
+    assert solver_reads_answers("ambitab_gym.policies.base:Solver") is None
+
+
 def test_config_rejects_unknown_conditions():
     with pytest.raises(ValueError, match="unknown conditions"):
         LeakageConfig("taco", asker="full", conditions=("asker:oracle",))

@@ -112,3 +112,41 @@ def test_table_is_aligned_with_one_row_per_split(data_home, capsys):
     # right-aligned numeric columns end at the same position in every row
     table = out[: out.index("")]
     assert len({len(line) for line in table}) == 1
+
+
+def test_components_name_the_solver_each_leakage_check_needs(capsys):
+    readers = "dialogue-sql, dialogue-sql-blind or llm"
+    assert main(["list", "--components"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+
+    def line_of(name: str) -> str:
+        return next(line for line in lines if line.split()[:1] == [name])
+
+    # the oracle said "caught by dJ_resp" without saying that the default solver never shows it
+    leaky = line_of("leaky-sql-responder")
+    assert "(caught by dJ_resp)" in leaky and f"dJ_resp needs --solver {readers}" in leaky
+    assert "needs --solver" not in line_of("generic-credit-matcher")
+    assert "cannot show dJ_resp or dJ_full" in line_of("interpretation")
+    assert "cannot show" not in line_of("dialogue-sql")
+    start = lines.index("leakage checks (ambitab-gym leakage), the solver each needs:")
+    checks = {line.split()[0]: line.split(None, 1)[1] for line in lines[start + 1 :]}
+    assert checks == {
+        "dJ_resp": f"a solver that reads the answers: {readers}",
+        "dRec_spec^Q": "no solver (its runs only ask)",
+        "dJ_full": f"a solver that reads the answers: {readers}",
+        "dRec_none": "no solver (its runs only ask)",
+    }
+
+    assert main(["list", "--components", "--json"]) == 0
+    entries = json.loads(capsys.readouterr().out.splitlines()[-1])
+    solvers = {e["name"]: e["reads_answers"] for e in entries if e["kind"] == "solver"}
+    assert solvers == {
+        "interpretation": False,
+        "dialogue-sql": True,
+        "dialogue-sql-blind": True,
+        "llm": True,
+    }
+    needing = {e["name"]: e["needs_solver"] for e in entries if "needs_solver" in e}
+    assert needing == {
+        "leaky-sql-responder": {"dJ_resp": ["dialogue-sql", "dialogue-sql-blind", "llm"]}
+    }

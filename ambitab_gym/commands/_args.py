@@ -8,6 +8,8 @@
   folder where a file is expected, a file where a folder is expected, no write permission).
 * :func:`component_help`, :func:`check_component` - the ``--help`` text listing the names of
   :mod:`ambitab_gym.registry`, and the check of a name (an unknown one lists the valid ones).
+* :func:`solver_reads_answers`, :func:`answer_reading_solvers` - whether a solver reads the
+  answers, as it declares (``leakage`` warns, ``list --components`` says which checks need one).
 * :func:`share` - a share such as ``--max-error-rate`` (``0.1`` or ``10%``).
 * :func:`default_results_file`, :func:`add_campaign_arguments`, :func:`results_file` - the
   campaign options of ``evaluate`` and ``leakage``: ``--results`` (default: in the data home),
@@ -19,19 +21,22 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from ambitab_gym import defaults, registry
 from ambitab_gym.corpora.home import data_home
-from ambitab_gym.errors import UnknownComponent, UsageError
+from ambitab_gym.errors import ConfigurationError, UnknownComponent, UsageError
 
 __all__ = [
     "add_executor_arguments",
     "add_campaign_arguments",
     "add_concurrency_arguments",
     "add_campaign_filter",
+    "answer_reading_solvers",
     "check_component",
     "component_help",
+    "either",
     "executor_from_args",
     "default_results_file",
     "non_negative_float",
@@ -42,6 +47,7 @@ __all__ = [
     "positive_float",
     "results_file",
     "share",
+    "solver_reads_answers",
 ]
 
 
@@ -198,6 +204,49 @@ def check_component(kind: str, name: str) -> str:
         if not (importable and ":" in name and not name.startswith("llm:")):
             raise
     return name
+
+
+def solver_reads_answers(name: str) -> bool | None:
+    """What the solver ``name`` (a registered name or ``module:callable``) declares about reading
+    the oracle's answers (:func:`ambitab_gym.policies.base.reads_answers`, read from its class
+    without building it); None when it declares nothing or does not import.
+
+    >>> solver_reads_answers("interpretation"), solver_reads_answers("dialogue-sql")
+    (False, True)
+    """
+    from ambitab_gym.policies.base import reads_answers
+
+    try:
+        factory = registry.get("solver", name).load()
+    except UnknownComponent:
+        if ":" not in name:
+            return None
+        try:
+            factory = registry.resolve(name)
+        except ConfigurationError:
+            return None
+    except ConfigurationError:
+        return None
+    return reads_answers(factory)
+
+
+def either(names: Sequence[str], last: str = "or") -> str:
+    """Names as one phrase: ``"a, b or c"`` (``last`` joins the last two).
+
+    >>> either(["a", "b", "c"]), either(["x", "y"], "and"), either(["x"])
+    ('a, b or c', 'x and y', 'x')
+    """
+    names = list(names)
+    return ", ".join(names[:-1]) + f" {last} " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def answer_reading_solvers() -> tuple[str, ...]:
+    """The registered solvers that read the answers: what dJ_resp and dJ_full need.
+
+    >>> answer_reading_solvers()
+    ('dialogue-sql', 'dialogue-sql-blind', 'llm')
+    """
+    return tuple(name for name in registry.names("solver") if solver_reads_answers(name))
 
 
 def component_help(kind: str, *, default: str | None = None, lead: str = "") -> str:

@@ -12,16 +12,43 @@ from ambitab_gym.commands._args import (
     add_campaign_arguments,
     add_concurrency_arguments,
     add_executor_arguments,
+    answer_reading_solvers,
     check_component,
     component_help,
+    either,
     executor_from_args,
     non_negative_int,
     positive_int,
     results_file,
+    solver_reads_answers,
 )
 from ambitab_gym.commands.evaluate import add_llm_options
 
-__all__ = ["register"]
+__all__ = ["register", "solver_warning"]
+
+
+def solver_warning(solver: str) -> str | None:
+    """One line for a solver that declares it does not read the answers (``interpretation``):
+    the checks that need one cannot show a response leak with it. None for a solver that reads
+    them or declares nothing (:func:`ambitab_gym.policies.base.reads_answers`).
+
+    >>> print(solver_warning("interpretation"))  # doctest: +NORMALIZE_WHITESPACE
+    warning: solver 'interpretation' does not read what the answers say beyond the task's
+    stored answer texts, so dJ_resp and dJ_full cannot show a response leak with it; use
+    --solver dialogue-sql, dialogue-sql-blind or llm
+    >>> solver_warning("dialogue-sql") is None
+    True
+    """
+    from ambitab_gym.diagnostics.estimates import DIAGNOSTICS
+
+    if solver_reads_answers(solver) is not False:
+        return None
+    checks = [d.label for d in DIAGNOSTICS if d.needs_answer_reader]
+    return (
+        f"warning: solver {solver!r} does not read what the answers say beyond the task's "
+        f"stored answer texts, so {either(checks, 'and')} cannot show a response leak with "
+        f"it; use --solver {either(answer_reading_solvers())}"
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -171,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
     warning = reveals_sql_warning(
         sum(1 for n in revealing if n), sum(revealing), guarded=args.response_guard
     )
+    if warning:
+        print(f"{prog}: {warning}", file=sys.stderr)
+    warning = solver_warning(args.solver)
     if warning:
         print(f"{prog}: {warning}", file=sys.stderr)
     label = corpus.name if not args.split else f"{corpus.name}/{args.split}"

@@ -76,7 +76,11 @@ class DiagnosticSpec:
     """A diagnostic as ``mean(metric | minuend) - mean(metric | subtrahend)``.
 
     ``clusters`` is ``"avt"`` (each AVT alone) or ``"replacement"`` (AVTs linked by a shared
-    specification replacement resample together).
+    specification replacement resample together). ``needs_answer_reader`` says that the
+    diagnostic compares success rates that only a solver reading the answers can separate
+    (:func:`ambitab_gym.policies.base.reads_answers`): with the ``interpretation`` solver extra
+    words in an answer never change a verdict, so the diagnostic cannot show a response leak.
+    Recall diagnostics run ask-only and need no solver.
     """
 
     name: str
@@ -85,13 +89,23 @@ class DiagnosticSpec:
     minuend: str
     subtrahend: str | None
     clusters: str = "avt"
+    needs_answer_reader: bool = False
 
 
 #: The four diagnostics, in the column order of paper Table 14.
 DIAGNOSTICS: tuple[DiagnosticSpec, ...] = (
-    DiagnosticSpec("d_j_resp", "dJ_resp", "success", "asker:actual", "asker:hybrid"),
+    DiagnosticSpec(
+        "d_j_resp", "dJ_resp", "success", "asker:actual", "asker:hybrid", needs_answer_reader=True
+    ),
     DiagnosticSpec("d_rec_spec", "dRec_spec^Q", "recall", "spec:hybrid", None, "replacement"),
-    DiagnosticSpec("d_j_full", "dJ_full", "success", "full_adv:actual", "full_adv:reference"),
+    DiagnosticSpec(
+        "d_j_full",
+        "dJ_full",
+        "success",
+        "full_adv:actual",
+        "full_adv:reference",
+        needs_answer_reader=True,
+    ),
     DiagnosticSpec("d_rec_none", "dRec_none", "recall", "generic:hybrid", "generic:reference"),
 )
 

@@ -86,6 +86,9 @@ class InterpretationSolver:
     """
 
     name = "interpretation"
+    #: It only recognises stored answer texts: SQL or other words an answer adds cannot change
+    #: its SQL, so it cannot show response leakage (:func:`ambitab_gym.policies.base.reads_answers`).
+    reads_answers = False
 
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus

@@ -262,6 +262,9 @@ class LLMSolver:
         'SELECT COUNT(*) FROM staff'
     """
 
+    #: The model reads the answers as text (:func:`ambitab_gym.policies.base.reads_answers`).
+    reads_answers = True
+
     def __init__(
         self,
         client: LLMClient,

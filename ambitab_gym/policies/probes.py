@@ -170,6 +170,9 @@ class DialogueSQLSolver:
         'SELECT 42'
     """
 
+    #: SQL in an answer becomes its SQL (:func:`ambitab_gym.policies.base.reads_answers`).
+    reads_answers = True
+
     def __init__(self, corpus: Corpus, *, fallback: str = "interpretation") -> None:
         if fallback not in ("interpretation", "blind"):
             raise ConfigurationError("fallback must be 'interpretation' or 'blind'")
