@@ -7,11 +7,19 @@
   (the person types SQL) without.
 
 What the person sees is what an agent sees (docs/design.md section 3, Trust boundary): the
-public task, the budget, the oracle's answers, and at the end the verdict's reason (``match``,
-``mismatch``, ``syntax``, ...).
-Never the ambiguities, resolutions, credits, reference SQL, record id or verdict detail. The
-SQL of the interpretation solver is not shown either: that solver picks one of the task's
+public task, the budget, the oracle's answers, the SQL dialect of the engine that runs the query
+(when the person writes it), and at the end the verdict's reason (``match``, ``mismatch``,
+``syntax``, ...), with the verifier's message when the submitted query itself failed (a syntax,
+runtime, rejection, timeout or size error: a message about that SQL only, as a database console
+would give it; never for a solver whose SQL is hidden, never the detail of a mismatch).
+Never the ambiguities, resolutions, credits, reference SQL or record id while the episode runs.
+The SQL of the interpretation solver is not shown either: that solver picks one of the task's
 reference queries, so its SQL would reveal them.
+
+With ``reveal=True`` (``ambitab-gym play --reveal``), and only once the verdict is given, the
+session shows what evaluation scores: the task's registered ambiguities, which of them each
+question was credited with, and the episode's precision and recall (paper Definition 2). It is
+read from the finished trajectory and the record, never from the env's observation or info.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ from ambitab_gym import defaults
 from ambitab_gym.actions import STOP, parse_action
 from ambitab_gym.env import AmbiTabEnv
 from ambitab_gym.errors import ConfigurationError
+from ambitab_gym.metrics import score_episode
+from ambitab_gym.vocabulary import QUERY_ERROR_CATEGORIES
 
-__all__ = ["COMMANDS", "PlayOutcome", "PlaySession", "make_play_env"]
+__all__ = ["COMMANDS", "DETAIL_REASONS", "PlayOutcome", "PlaySession", "make_play_env"]
 
 #: The session's commands (anything else typed while asking is a question).
 COMMANDS = {
@@ -51,6 +61,11 @@ _REASONS = {
     "engine": "the database engine failed",
     "reference_error": "the task's own check failed (a corpus problem)",
 }
+
+#: Verdict reasons whose detail is shown: the submitted query itself failed, and the verifier's
+#: message is about that SQL (the query-error categories but ``engine``, whose message may be
+#: about the engine or the task's reference run). A mismatch's detail is never shown.
+DETAIL_REASONS: tuple[str, ...] = tuple(c for c in QUERY_ERROR_CATEGORIES if c != "engine")
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,8 @@ class PlaySession:
         record_id: play this record.
         echo: repeat each line read after its prompt (default: when the input is not a
             terminal, so piped and scripted sessions read like transcripts).
+        reveal: after the verdict, show the task's ambiguities, what each question was
+            credited with, and the episode's precision and recall (default False).
 
     Example:
         >>> import io
@@ -157,6 +174,7 @@ class PlaySession:
         seed: int | None = None,
         record_id: str | None = None,
         echo: bool | None = None,
+        reveal: bool = False,
     ) -> None:
         if env.mode not in ("agent", "solver"):
             raise ConfigurationError(
@@ -173,6 +191,9 @@ class PlaySession:
         self.record_id = record_id
         #: repeat each line read after its prompt, so a piped session reads like a transcript
         self.echo = echo if echo is not None else not self._terminal and not _isatty(self.input)
+        #: after the verdict only: the credits per question and the episode's precision/recall
+        self.reveal = reveal
+        self._sql_shown = False
 
     # -- terminal ----------------------------------------------------------------------------
 
@@ -205,12 +226,28 @@ class PlaySession:
             self._say(f"  {name:<10} {text}")
         if self.env.mode == "agent":
             self._say("After asking, type the SQL; end it with ';' or an empty line.")
+            if self.env.record is not None:
+                self._say(self._dialect_line())
         else:
             self._say(f"After asking, the {self._solver_name()} solver writes the SQL.")
 
     def _solver_name(self) -> str:
         solver = self.env.solver
         return str(getattr(solver, "name", None) or type(solver).__name__)
+
+    def _dialect_line(self) -> str:
+        """The SQL dialect of the engine that runs this record's query."""
+        from ambitab_gym.policies.llm_prompts import DIALECT_NAMES
+
+        env = self.env
+        assert env.record is not None
+        kind = env.corpus.engine_kind(env.record.verification.engine)
+        name = DIALECT_NAMES.get(kind, kind)
+        line = f"SQL dialect: {name} (the verifier runs your query on {name}"
+        written = env.corpus.manifest.dialect
+        if written != kind:
+            line += f"; the corpus's queries are written for {DIALECT_NAMES.get(written, written)}"
+        return line + ")."
 
     def _dialogue(self) -> None:
         text = self.env.public_view.render_dialogue()
@@ -222,6 +259,7 @@ class PlaySession:
         """Play one episode; returns how it ended."""
         options = {"record_id": self.record_id} if self.record_id else None
         obs, info = self.env.reset(seed=self.seed, options=options)
+        self._sql_shown = False  # whether the person saw the submitted SQL (theirs, a solver's)
         corpus = self.env.corpus
         where = f", seed {self.seed}" if self.seed is not None and not self.record_id else ""
         self._say(f"== ambitab-gym play: {corpus.name} ({corpus.origin}{where}) ==")
@@ -309,10 +347,12 @@ class PlaySession:
         else:
             sql = trajectory.sql
             self._say(f"Solver's SQL:\n{sql}" if sql else "The solver gave no SQL.")
+            self._sql_shown = bool(sql)
 
     def _write_sql(self) -> bool:
         """The SQL phase of agent mode; returns False when the person quits."""
         self._say("Asking is over. Type your SQL; end it with ';' or an empty line.")
+        self._say(self._dialect_line())
         lines: list[str] = []
         while True:
             line = self._read("SQL> " if not lines else "...> ")
@@ -335,6 +375,7 @@ class PlaySession:
             if line.rstrip().endswith(";"):
                 break
         self._step("\n".join(lines).strip())
+        self._sql_shown = True  # the person's own SQL
         return True
 
     def _outcome(self, *, finished: bool) -> PlayOutcome:
@@ -345,9 +386,13 @@ class PlaySession:
             explained = _REASONS.get(verdict.reason, verdict.reason)
             result = "success" if verdict.success else "failure"
             self._say(f"Verdict: {result} ({verdict.reason}: {explained}).")
+            if verdict.reason in DETAIL_REASONS and verdict.detail and self._sql_shown:
+                self._say(f"Verifier: {verdict.detail}")
         elif not finished:
             self._say("Left without a verdict.")
         self._say(f"Questions asked: {trajectory.n_questions}.")
+        if finished and verdict is not None and self.reveal:
+            self._reveal()
         return PlayOutcome(
             finished=finished and verdict is not None,
             success=None if verdict is None else bool(verdict.success),
@@ -355,3 +400,61 @@ class PlaySession:
             questions=trajectory.n_questions,
             stop_reason=trajectory.stop_reason,
         )
+
+    def _reveal(self) -> None:
+        """After the verdict: the ambiguities, each question's credits, precision and recall.
+
+        Read from the finished trajectory and the record (privileged, evaluation-side data);
+        the scores are :func:`ambitab_gym.metrics.score_episode`'s.
+        """
+        record, trajectory = self.env.record, self.env.trajectory
+        assert record is not None and trajectory is not None
+        names = {a.id: f'"{a.term}" [{a.id}]' for a in record.ambiguities}
+        counted = {a.id for a in record.counted_ambiguities}
+        self._say()
+        self._say("-- Reveal (after the verdict; an agent never sees this) --")
+        if record.ambiguities:
+            self._say(f"Registered ambiguities ({len(counted)} counted):")
+            for a in record.ambiguities:
+                note = a.kind if a.counted else f"{a.kind}, not counted"
+                self._say(f"  {names[a.id]} ({note})")
+        else:
+            self._say("This task has no registered ambiguity.")
+        credited: set[str] = set()
+        productive = 0
+        for number, turn in enumerate(trajectory.turns, start=1):
+            self._say(f"Q{number}: {turn.question}")
+            fresh = (turn.credits & counted) - credited
+            if not turn.credits:
+                self._say("    credited: nothing")
+            else:
+                parts = []
+                for amb_id in sorted(turn.credits):
+                    if amb_id not in counted:
+                        parts.append(f"{names.get(amb_id, amb_id)} (not counted)")
+                    elif amb_id in credited:
+                        parts.append(f"{names[amb_id]} (already credited)")
+                    else:
+                        parts.append(f"{names[amb_id]} (new)")
+                self._say("    credited: " + ", ".join(parts))
+            productive += bool(fresh)
+            credited |= turn.credits & counted
+        score = score_episode(trajectory, record)
+        n = trajectory.n_questions
+        if score.precision is None:
+            self._say("Precision: - (no question was asked)")
+        else:
+            self._say(
+                f"Precision: {productive} of {n} question(s) credited an ambiguity not credited "
+                f"before = {100 * score.precision:.1f}%"
+            )
+        if score.recall is None:
+            self._say("Recall: - (the task has no counted ambiguity)")
+        else:
+            self._say(
+                f"Recall: {len(credited)} of {len(counted)} counted ambiguit"
+                f"{'y' if len(counted) == 1 else 'ies'} credited = {100 * score.recall:.1f}%"
+            )
+        missed = [names[a] for a in sorted(counted - credited)]
+        if missed:
+            self._say("Never credited: " + ", ".join(missed))

@@ -5,8 +5,10 @@ never anything privileged."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -61,15 +63,155 @@ def test_agent_mode_question_answer_and_sql():
     assert record.id not in shown and record.avt_id not in shown
 
 
-def test_agent_mode_wrong_sql_fails_with_reason_only():
+def sqlite_error(sql: str) -> str:
+    """SQLite's own message for ``sql`` on an empty database (computed without the package)."""
+    with pytest.raises(sqlite3.Error) as error:
+        sqlite3.connect(":memory:").execute(sql)
+    return str(error.value)
+
+
+def test_agent_mode_syntax_error_shows_the_dialect_and_the_parse_detail():
     corpus, record = non_default_reading("taco")
     env = make_play_env("taco", solver="none")
     outcome, shown = play(env, "/stop\nSELEC nothing FROM nowhere;\n", record_id=record.id)
     assert outcome.finished and outcome.success is False
     assert outcome.verdict_reason == "syntax"
-    assert "Verdict: failure (syntax" in shown
-    detail = env.trajectory.verdict.detail
-    assert detail and detail not in shown  # the verdict detail stays privileged
+    manifest = json.loads((corpus.path / "manifest.json").read_text("utf-8"))
+    assert manifest["engine"] == "sqlite"
+    dialect = "SQL dialect: SQLite (the verifier runs your query on SQLite)."
+    assert dialect in shown and shown.index(dialect) < shown.index("SQL> ")
+    message = sqlite_error("SELEC nothing FROM nowhere;")  # near "SELEC": syntax error
+    verdict = shown.index("Verdict: failure (syntax")
+    assert shown.index(f"Verifier: {message}", verdict) > verdict
+    # a query that runs: its mismatch says nothing about the hidden result
+    outcome, shown = play(env, "/stop\nSELECT 1;\n", record_id=record.id)
+    assert outcome.verdict_reason == "mismatch" and "Verifier:" not in shown
+    assert env.trajectory.verdict.detail  # there was a detail, and it stayed hidden
+
+
+def test_runtime_error_detail_and_the_dialect_of_a_duckdb_corpus():
+    corpus = load_corpus("bird_interact")
+    manifest = json.loads((corpus.path / "manifest.json").read_text("utf-8"))
+    assert (manifest["engine"], manifest["dialect"]) == ("duckdb", "postgres")
+    record = next(r for r in corpus.records if r.m > 0)
+    env = make_play_env("bird_interact", solver="none")
+    outcome, shown = play(env, "/help\n/stop\nSELECT * FROM no_such_table;\n", record_id=record.id)
+    line = (
+        "SQL dialect: DuckDB (the verifier runs your query on DuckDB; the corpus's queries are "
+        "written for PostgreSQL)."
+    )
+    assert shown.count(line) == 2  # /help while asking, then the SQL prompt
+    assert outcome.verdict_reason == "runtime"
+    detail = re.search(r"^Verifier: (.+)$", shown, re.MULTILINE)
+    assert detail and "no_such_table" in detail.group(1)
+
+
+def test_solver_mode_names_no_dialect_and_hides_the_detail_of_its_hidden_sql():
+    """The interpretation solver's SQL is a reference query: nothing about it is shown."""
+
+    class BrokenCopy:
+        name = "interpretation-like"
+        privileged = True
+
+        def solve(self, view) -> str:
+            return "SELEC hidden_reference_column FROM t"
+
+    env = AmbiTabEnv("taco", solver=BrokenCopy(), zero_ambiguity="skip")
+    outcome, shown = play(env, "/stop\n", seed=2)
+    assert outcome.verdict_reason == "syntax"
+    assert "Verifier:" not in shown and "hidden_reference_column" not in shown
+    assert "SQL dialect" not in shown
+    # a solver whose SQL is shown gets its parse detail, as the person would
+    env = AmbiTabEnv("taco", solver=BrokenSolverSQL(), zero_ambiguity="skip")
+    outcome, shown = play(env, "/stop\n", seed=2)
+    assert outcome.verdict_reason == "syntax"
+    assert f"Verifier: {sqlite_error(BrokenSolverSQL.SQL)}" in shown
+
+
+class BrokenSolverSQL:
+    """A plain solver whose SQL does not parse."""
+
+    name = "sloppy"
+    SQL = "SELECT FROM WHERE"
+
+    def solve(self, view) -> str:
+        return self.SQL
+
+
+def reveal_episode():
+    """A hand-worked episode on a bird record with two counted ambiguities: the first term's
+    canonical question, a generic question, the first question again, then stop."""
+    corpus = load_corpus("bird")
+    record = next(
+        r for r in corpus.records if r.m == 2 and len({a.term for a in r.counted_ambiguities}) == 2
+    )
+    first, second = record.counted_ambiguities
+    typed = (
+        f"{canonical_question(first.term)}\nPlease elaborate.\n"
+        f"{canonical_question(first.term)}\n/stop\nSELECT 1;\n"
+    )
+    return record, first, second, typed
+
+
+def test_reveal_after_the_verdict_shows_the_credits_and_the_scores():
+    record, first, second, typed = reveal_episode()
+    env = make_play_env("bird", solver="none")
+    outcome, shown = play(env, typed, record_id=record.id, reveal=True)
+    assert outcome.finished and outcome.questions == 3
+    verdict = shown.index("Verdict: ")
+    reveal = shown.index("-- Reveal (after the verdict; an agent never sees this) --")
+    assert verdict < reveal
+    after = shown[reveal:].splitlines()
+    # Q1 credits the first ambiguity (new), Q2 nothing, Q3 the first again (not new):
+    # precision 1/3, recall 1/2, the second ambiguity never credited
+    expected = [
+        f"Q1: {canonical_question(first.term)}",
+        f'    credited: "{first.term}" [{first.id}] (new)',
+        "Q2: Please elaborate.",
+        "    credited: nothing",
+        f"Q3: {canonical_question(first.term)}",
+        f'    credited: "{first.term}" [{first.id}] (already credited)',
+        "Precision: 1 of 3 question(s) credited an ambiguity not credited before = 33.3%",
+        "Recall: 1 of 2 counted ambiguities credited = 50.0%",
+        f'Never credited: "{second.term}" [{second.id}]',
+    ]
+    start = after.index(expected[0])
+    assert after[start : start + len(expected)] == expected
+    listed = after[1:start]
+    assert listed[0] == "Registered ambiguities (2 counted):"
+    assert f'  "{first.term}" [{first.id}] ({first.kind})' in listed
+    # none of it before the verdict
+    before = shown[:verdict]
+    assert f"[{first.id}]" not in before and f"[{second.id}]" not in before
+    assert "credited" not in before and "Precision" not in before
+
+
+def test_no_reveal_without_the_flag_or_without_a_verdict():
+    record, first, second, typed = reveal_episode()
+    env = make_play_env("bird", solver="none")
+    _, shown = play(env, typed, record_id=record.id)
+    for text in ("Reveal", "credited", "Precision", "Recall", f"[{first.id}]", f"[{second.id}]"):
+        assert text not in shown, text
+    # --reveal, but the person leaves before the verdict: nothing is revealed
+    _, shown = play(
+        env, f"{canonical_question(first.term)}\n/quit\n", record_id=record.id, reveal=True
+    )
+    assert "Left without a verdict." in shown
+    assert "Reveal" not in shown and "credited" not in shown and f"[{first.id}]" not in shown
+
+
+def test_reveal_flag_on_the_command_line(capsys, monkeypatch):
+    from ambitab_gym.cli import main
+
+    record, first, second, typed = reveal_episode()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(typed))
+    assert main(["play", "bird", "--solver", "none", "--record", record.id, "--reveal"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Verdict: ") < out.index("-- Reveal")
+    assert "Recall: 1 of 2 counted ambiguities credited = 50.0%" in out
+    monkeypatch.setattr(sys, "stdin", io.StringIO(typed))
+    assert main(["play", "bird", "--solver", "none", "--record", record.id]) == 0
+    assert "Reveal" not in capsys.readouterr().out
 
 
 def test_solver_mode_full_questions_succeed_and_none_fail():

@@ -1,6 +1,7 @@
 """``ambitab-gym play ENV_ID``: be the asker - type questions, read the oracle's answers (the
 corpus's deterministic oracle, or ``--oracle llm``), then type SQL (``--solver none``) or let a
-solver write it, and see the verdict."""
+solver write it, and see the verdict; ``--reveal`` then shows the credits and the episode's
+precision and recall."""
 
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="reset seed (draws the task; default: random)",
     )
     parser.add_argument("--record", default=None, metavar="ID", help="play this record")
+    parser.add_argument(
+        "--reveal",
+        action="store_true",
+        help="after the verdict, show the task's ambiguities, what each question was credited "
+        "with, and the episode's precision and recall (never during the episode)",
+    )
     parser.add_argument("--split", default=None, help="draw tasks from this split only")
     add_llm_arguments(parser)
     add_oracle_arguments(parser)
@@ -79,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ambitab-gym play: {error}", file=sys.stderr)
         return 2
     try:
-        PlaySession(env, seed=seed, record_id=args.record).run()
+        PlaySession(env, seed=seed, record_id=args.record, reveal=args.reveal).run()
     except ValueError as error:  # an unknown --record
         print(f"ambitab-gym play: {error}", file=sys.stderr)
         return 2
