@@ -1,10 +1,9 @@
 """The LLM layout (issue 12): llm/ is the transport, prompts sit on their side of the trust
-boundary, old paths are deprecated aliases, one SQL extractor, one schema-name parser."""
+boundary, one SQL extractor, one schema-name parser."""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import json
 import sqlite3
 import subprocess
@@ -20,9 +19,6 @@ from ambitab_gym.corpora.corpus import available_corpora, load_corpus
 from ambitab_gym.textutil import code_blocks, extract_sql, schema_identifiers, schema_names
 
 PACKAGE = Path(ambitab_gym.__file__).parent
-
-#: The deprecated old-path modules of llm/ (shims that import their new locations).
-SHIMS = {"access", "parsing", "prompts", "scripted", "testing"}
 
 #: Oracle-side modules that read or render hidden record fields for the oracle.
 PRIVILEGED = (
@@ -65,14 +61,10 @@ def _under(module: str, *prefixes: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
-def _llm_modules(*, shims: bool) -> list[Path]:
-    return [p for p in sorted((PACKAGE / "llm").glob("*.py")) if (p.stem in SHIMS) == shims]
-
-
 # -- llm/ is the transport ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", _llm_modules(shims=False), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((PACKAGE / "llm").glob("*.py")), ids=lambda p: p.name)
 def test_the_transport_imports_no_oracle_policy_command_or_testing_module(path):
     bad = {
         m
@@ -99,39 +91,9 @@ def test_importing_the_transport_loads_neither_side():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("path", _llm_modules(shims=True), ids=lambda p: p.name)
-def test_shims_only_forward_to_their_new_locations(path):
-    allowed = (
-        "__future__",
-        "typing",
-        "warnings",
-        "ambitab_gym.llm._moved",
-        "ambitab_gym.llm.client",
-        "ambitab_gym.oracles.access",
-        "ambitab_gym.oracles.llm_prompts",
-        "ambitab_gym.policies.llm_prompts",
-        "ambitab_gym.testing",
-        "ambitab_gym.textutil",
-    )
-    packages = {"ambitab_gym", "ambitab_gym.llm", "ambitab_gym.oracles", "ambitab_gym.policies"}
-    imports = imported_modules(path) - packages  # ``from ambitab_gym.oracles import access``
-    extra = {m for m in imports if not _under(m, *allowed)}
-    assert not extra, f"{path.name} imports {sorted(extra)}"
-    assert "def __getattr__" in path.read_text("utf-8")
-
-
-def test_no_module_of_the_package_imports_a_deprecated_shim():
-    shims = {f"ambitab_gym.llm.{name}" for name in SHIMS}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path.parent == PACKAGE / "llm" and path.stem in SHIMS:
-            continue
-        used = imported_modules(path) & shims
-        assert not used, f"{path.relative_to(PACKAGE)} imports the deprecated {sorted(used)}"
-
-
 def test_nothing_imports_the_testing_package():
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.parent.name == "testing" or (path.parent.name == "llm" and path.stem in SHIMS):
+        if path.parent.name == "testing":
             continue
         used = {m for m in imported_modules(path) if _under(m, "ambitab_gym.testing")}
         assert not used, f"{path.relative_to(PACKAGE)} imports {sorted(used)}"
@@ -166,54 +128,6 @@ def test_oracle_prompts_and_access_policy_live_on_the_oracle_side():
     assert not hasattr(agent_prompts, "OracleNotes")
 
 
-# -- old paths: a DeprecationWarning and the same object ----------------------------------------
-
-MOVED = [
-    ("ambitab_gym.llm.prompts", "asker_messages", "ambitab_gym.policies.llm_prompts"),
-    ("ambitab_gym.llm.prompts", "ASKER_STRATEGIES", "ambitab_gym.policies.llm_prompts"),
-    ("ambitab_gym.llm.prompts", "is_refusal", "ambitab_gym.policies.llm_prompts"),
-    ("ambitab_gym.llm.prompts", "solver_messages", "ambitab_gym.policies.llm_prompts"),
-    ("ambitab_gym.llm.prompts", "OracleNotes", "ambitab_gym.oracles.llm_prompts"),
-    ("ambitab_gym.llm.prompts", "matcher_messages", "ambitab_gym.oracles.llm_prompts"),
-    ("ambitab_gym.llm.prompts", "responder_schema", "ambitab_gym.oracles.llm_prompts"),
-    ("ambitab_gym.llm.prompts", "response_format", "ambitab_gym.llm.client"),
-    ("ambitab_gym.llm.prompts", "ROLE_MARKERS", "ambitab_gym.testing.llm_server"),
-    ("ambitab_gym.llm.parsing", "parse_asker_output", "ambitab_gym.policies.llm_prompts"),
-    ("ambitab_gym.llm.parsing", "parse_matcher_output", "ambitab_gym.oracles.llm_prompts"),
-    ("ambitab_gym.llm.parsing", "MatcherAction", "ambitab_gym.oracles.llm_prompts"),
-    ("ambitab_gym.llm.parsing", "extract_sql", "ambitab_gym.textutil"),
-    ("ambitab_gym.llm.parsing", "strip_thinking", "ambitab_gym.textutil"),
-    ("ambitab_gym.llm.access", "AccessPolicy", "ambitab_gym.oracles.access"),
-    ("ambitab_gym.llm.access", "sql_segments", "ambitab_gym.oracles.access"),
-    ("ambitab_gym.llm.testing", "ScriptedServer", "ambitab_gym.testing.llm_server"),
-    ("ambitab_gym.llm.testing", "role_rules", "ambitab_gym.testing.llm_server"),
-    ("ambitab_gym.llm.scripted", "ScriptServer", "ambitab_gym.testing.llm_server_core"),
-    ("ambitab_gym.llm", "make_llm_asker", "ambitab_gym.policies.llm"),
-    ("ambitab_gym.llm", "make_llm_solver", "ambitab_gym.policies.llm"),
-    ("ambitab_gym.llm", "parse_llm_spec", "ambitab_gym.policies.llm"),
-    ("ambitab_gym.llm", "ASKER_STRATEGIES", "ambitab_gym.policies.llm_prompts"),
-    ("ambitab_gym.llm", "make_llm_oracle", "ambitab_gym.oracles.llm"),
-    ("ambitab_gym.llm", "add_llm_arguments", "ambitab_gym.commands.llm_options"),
-    ("ambitab_gym.llm", "client_from_args", "ambitab_gym.commands.llm_options"),
-    ("ambitab_gym.llm", "oracle_options_from_args", "ambitab_gym.commands.llm_options"),
-    ("ambitab_gym.wrappers.menu", "GENERIC_QUESTIONS", "ambitab_gym.wrappers.menu"),
-]
-
-
-@pytest.mark.parametrize("old, name, new", MOVED, ids=lambda v: v if "." not in v else None)
-def test_an_old_path_warns_and_yields_the_same_object(old, name, new):
-    expected = getattr(
-        importlib.import_module(new), name if name != "GENERIC_QUESTIONS" else "OPEN_QUESTIONS"
-    )
-    with pytest.warns(DeprecationWarning, match=name):
-        found = getattr(importlib.import_module(old), name)
-    assert found is expected
-    with pytest.warns(DeprecationWarning):
-        namespace: dict = {}
-        exec(f"from {old} import {name}", namespace)  # the import statement users write
-    assert namespace[name] is expected
-
-
 def test_transport_names_stay_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -222,23 +136,12 @@ def test_transport_names_stay_without_a_warning():
     assert DEFAULT_CONCURRENCY == 64 and LLMClient and LLMError and response_format
 
 
-def test_unknown_names_still_raise_attribute_error():
-    import ambitab_gym.llm
-    import ambitab_gym.llm.prompts
-
-    with pytest.raises(AttributeError):
-        ambitab_gym.llm.no_such_name  # noqa: B018
-    with pytest.raises(AttributeError):
-        ambitab_gym.llm.prompts.no_such_name  # noqa: B018
-
-
-@pytest.mark.parametrize("module", ["ambitab_gym.testing.llm_server", "ambitab_gym.llm.testing"])
-def test_the_scripted_server_runs_standalone_under_both_entry_points(module):
+def test_the_scripted_server_runs_standalone():
     import httpx
 
     config = {"rules": [{"reply": "standalone"}]}
     proc = subprocess.Popen(
-        [sys.executable, "-m", module, "--config", "-"],
+        [sys.executable, "-m", "ambitab_gym.testing.llm_server", "--config", "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -258,8 +161,8 @@ def test_the_scripted_server_runs_standalone_under_both_entry_points(module):
         if proc.stdin is not None:
             proc.stdin.close()
         proc.wait(timeout=10)
-    stderr = proc.stderr.read() if proc.stderr is not None else ""
-    assert ("DeprecationWarning" in stderr) == (module == "ambitab_gym.llm.testing")
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 # -- one SQL extractor ----------------------------------------------------------------------------
@@ -435,8 +338,6 @@ def test_the_converters_hooks_use_the_one_client_with_its_retries():
     from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
 
     assert hooks.LLMClient is LLMClient
-    with pytest.warns(DeprecationWarning):
-        assert hooks.extract_sql is extract_sql
     with ScriptedServer([ScriptRule("cheap")]) as server:
         with LLMClient(server.url, "m", backoff_s=0.01, seed=7) as client:
             finder = hooks.LLMTermFinder(client)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -45,17 +44,6 @@ __all__ = [
 ]
 
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "extract_sql":  # deprecated (one release): the one reader is in textutil
-        warnings.warn(
-            "ambitab_gym.convert.hooks.extract_sql moved to ambitab_gym.textutil.extract_sql",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return _extract_sql
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _complete(

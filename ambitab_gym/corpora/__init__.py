@@ -18,7 +18,6 @@ from ambitab_gym.corpora.corpus import (
     corpus_name,
     is_path_reference,
     load_corpus,
-    register_engine,
     resolve_corpus,
 )
 from ambitab_gym.corpora.home import built_corpora_dir, cache_dir, data_home
@@ -37,6 +36,5 @@ __all__ = [
     "data_home",
     "is_path_reference",
     "load_corpus",
-    "register_engine",
     "resolve_corpus",
 ]

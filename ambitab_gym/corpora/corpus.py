@@ -9,12 +9,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
 import os
-import warnings
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -26,8 +24,7 @@ from ambitab_gym.corpora.home import built_corpora_dir, cache_dir
 from ambitab_gym.errors import ConfigurationError, CorpusError
 from ambitab_gym.records import FORMAT_VERSION, PublicSpec, RecordError, TaskRecord, load_records
 from ambitab_gym.verify.base import Engine, Limits
-from ambitab_gym.verify.engines import ENGINES, EngineKind, engine_kind
-from ambitab_gym.verify.engines import register_engine as register_engine_kind
+from ambitab_gym.verify.engines import EngineKind, engine_kind
 
 __all__ = [
     "BUNDLED_DIR",
@@ -40,7 +37,6 @@ __all__ = [
     "corpus_name",
     "is_path_reference",
     "load_corpus",
-    "register_engine",
     "resolve_corpus",
 ]
 
@@ -116,31 +112,6 @@ class Manifest(BaseModel):
     records: RecordsEntry = RecordsEntry()
     licence: str = ""
     provenance: dict = Field(default_factory=dict)
-
-
-def register_engine(
-    kind: str,
-    opener: Callable[[Corpus, str, Limits | None], Engine],
-    builder: Callable[[str, Path], None] | None = None,
-) -> None:
-    """Deprecated: add an :class:`~ambitab_gym.verify.engines.EngineKind` with
-    :func:`ambitab_gym.verify.engines.register_engine` (kept for one release).
-
-    A known kind keeps its suffix and schema query and takes the new opener and builder.
-    """
-    warnings.warn(
-        "ambitab_gym.corpora.register_engine is deprecated; register an EngineKind with "
-        "ambitab_gym.verify.engines.register_engine",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    known = ENGINES.get(kind)
-    if known is not None:
-        update = {"factory": opener} if builder is None else {"factory": opener, "builder": builder}
-        register_engine_kind(dataclasses.replace(known, **update))
-    else:
-        suffix = f".{kind}" if builder is not None else None
-        register_engine_kind(EngineKind(kind, f"{kind} (plugin)", opener, builder, suffix))
 
 
 def _sha256(path: Path) -> str:

@@ -4,17 +4,13 @@
 * :func:`run_plan`, :class:`CampaignPlan`, :func:`play_episode`, :func:`config_hash` - the one
   campaign engine (:mod:`ambitab_gym.evaluation.engine`), which leakage campaigns use too.
 * :class:`ResultsStore` - the DuckDB results file.
-* :func:`summarize_campaign` (formerly ``summarize``, which still resolves with a
-  ``DeprecationWarning`` for one release), :func:`format_table` - the figures of paper Table 8.
+* :func:`summarize_campaign`, :func:`format_table` - the figures of paper Table 8.
 * :func:`rescore_episode`, :func:`rescore_episodes`, :func:`rescore_campaign` - re-score
   stored episodes from their recorded LLM-oracle routes (paper C.3), without new model calls.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from ambitab_gym.evaluation import summary as _summary
 from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, config_hash, run_plan
 from ambitab_gym.evaluation.rescore import rescore_campaign, rescore_episode, rescore_episodes
 from ambitab_gym.evaluation.runner import CampaignConfig, episode_seed, play_episode, run_campaign
@@ -46,9 +42,3 @@ __all__ = [
     "rescore_episodes",
     "summarize_campaign",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "summarize":  # deprecated (one release): the former name of summarize_campaign
-        return _summary.__getattr__(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import json
 import statistics
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ambitab_gym.metrics import macro_means, score_episode
 from ambitab_gym.records import TaskRecord
@@ -258,7 +256,7 @@ def token_totals(rows: Iterable[Mapping]) -> tuple[int, int, dict[str, dict[str,
                 usage = json.loads(usage)
             except json.JSONDecodeError:
                 usage = {}
-        for role, counts in (usage.items() if isinstance(usage, Mapping) else ()):
+        for role, counts in usage.items() if isinstance(usage, Mapping) else ():
             into = by_role.setdefault(
                 role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
             )
@@ -433,16 +431,3 @@ def format_table(summaries: Mapping[str, Summary]) -> str:
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
-
-
-def __getattr__(name: str) -> Any:
-    # ``summarize`` was this function's name; validate has a different ``summarize``-like count,
-    # so the old name is deprecated (one release) rather than kept as a second meaning.
-    if name == "summarize":
-        warnings.warn(
-            "ambitab_gym.evaluation.summarize is now summarize_campaign",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return summarize_campaign
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,22 +17,12 @@ and :mod:`ambitab_gym.policies.llm_prompts`; the matcher, responder and their ac
 (privileged side) in :mod:`ambitab_gym.oracles.llm`, :mod:`ambitab_gym.oracles.llm_prompts` and
 :mod:`ambitab_gym.oracles.access`. Command-line options are in
 :mod:`ambitab_gym.commands.llm_options`, the scripted test server in
-:mod:`ambitab_gym.testing.llm_server`. No module of this unit imports the oracles, the policies
-or the commands.
-
-Deprecated (one release): the names that moved away (``make_llm_asker``, ``make_llm_solver``,
-``make_llm_oracle``, ``parse_llm_spec``, ``ASKER_STRATEGIES``, ``add_llm_arguments``,
-``client_from_args``, ``add_oracle_arguments``, ``oracle_options_from_args``) still resolve here
-with a ``DeprecationWarning``, looked up by module name at first access; the old modules
-``ambitab_gym.llm.prompts``, ``.parsing``, ``.access``, ``.testing`` and ``.scripted`` are shims
-that nothing in the package imports.
+:mod:`ambitab_gym.testing.llm_server`. No module of this unit imports the oracles, the policies,
+the commands or the testing package.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from ambitab_gym.llm._moved import moved
 from ambitab_gym.llm.client import (
     DEFAULT_CONCURRENCY,
     ChatResult,
@@ -83,23 +73,3 @@ __all__ = [
     "episode_scope",
     "response_format",
 ]
-
-_POLICIES = "ambitab_gym.policies.llm"
-_OPTIONS = "ambitab_gym.commands.llm_options"
-#: Deprecated names -> the module path they live in now (resolved at first access only, so
-#: importing this unit loads nothing outside it).
-_MOVED: dict[str, str] = {
-    "ASKER_STRATEGIES": "ambitab_gym.policies.llm_prompts",
-    "make_llm_asker": _POLICIES,
-    "make_llm_solver": _POLICIES,
-    "parse_llm_spec": _POLICIES,
-    "make_llm_oracle": "ambitab_gym.oracles.llm",
-    "add_llm_arguments": _OPTIONS,
-    "add_oracle_arguments": _OPTIONS,
-    "client_from_args": _OPTIONS,
-    "oracle_options_from_args": _OPTIONS,
-}
-
-
-def __getattr__(name: str) -> Any:
-    return moved(__name__, name, _MOVED)

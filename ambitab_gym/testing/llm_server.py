@@ -23,8 +23,7 @@ Token usage is counted in whitespace-separated words: ``prompt_tokens`` over the
 messages, ``completion_tokens`` over the reply, so tests can compute the expected numbers.
 
 Run it standalone: ``python -m ambitab_gym.testing.llm_server --config rules.json`` prints
-``LISTENING http://127.0.0.1:PORT/v1`` and serves until its standard input closes (the old
-``python -m ambitab_gym.llm.testing`` still works, with a deprecation warning).
+``LISTENING http://127.0.0.1:PORT/v1`` and serves until its standard input closes.
 
 This module is test tooling: it knows the prompts of both sides of the trust boundary (to route
 on their markers), and no module of the package imports it.

@@ -14,15 +14,12 @@
   ``env.unwrapped``: under a ``SpecificationRandomization`` its menu is built from x'.
 
 Everything is deterministic: hashing uses BLAKE2b, never Python's salted ``hash``.
-
-Deprecated (one release): ``GENERIC_QUESTIONS`` of this module is now :data:`OPEN_QUESTIONS`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -57,18 +54,6 @@ OPEN_QUESTIONS: tuple[str, ...] = (
     "Could you tell me more about what you need?",
     "Is there anything else I should know to get this right?",
 )
-
-
-def __getattr__(name: str) -> Any:
-    if name == "GENERIC_QUESTIONS":
-        warnings.warn(
-            "ambitab_gym.wrappers.menu.GENERIC_QUESTIONS is now OPEN_QUESTIONS (GENERIC_QUESTIONS "
-            "names the none-asker's questions in ambitab_gym.policies.scripted)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return OPEN_QUESTIONS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _split(text: str) -> list[str]:
