@@ -29,6 +29,8 @@ this module imports without verifiers installed.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,7 +55,9 @@ Messages = list[dict[str, Any]]
 
 #: The verifiers plugin id of the AmbiTab taskset and env: verifiers imports a taskset id as a
 #: top-level module, so the id names ``examples/ambitab_verifiers.py`` (a module that re-exports
-#: :class:`AmbiTabTaskset` and :class:`AmbiTabVerifiersEnv`; put its folder on the path).
+#: :class:`AmbiTabTaskset` and :class:`AmbiTabVerifiersEnv`; put its folder on the path for
+#: ``vf-eval``). In Python, :func:`load_environment` needs no path: where no such module can be
+#: imported, this module stands in for it (see :func:`_register_plugin`).
 TASKSET_ID = "ambitab_verifiers"
 
 _LAZY = (
@@ -103,8 +107,22 @@ async def play_episode(session: ChatSession, interaction: Any) -> float:
     return session.reward
 
 
+def _register_plugin() -> None:
+    """Make the plugin id :data:`TASKSET_ID` importable in this process.
+
+    verifiers resolves a taskset id with ``importlib.import_module(TASKSET_ID)``. When nothing
+    of that name is on the path (``examples/`` is not, outside ``PYTHONPATH=examples``), this
+    module is entered under that name: its ``__all__`` exports exactly one ``Taskset`` and one
+    ``Env`` subclass, as verifiers asks of a plugin module. A module of that name on the path
+    (the ``examples/`` copy) is left to verifiers.
+    """
+    if TASKSET_ID not in sys.modules and importlib.util.find_spec(TASKSET_ID) is None:
+        sys.modules[TASKSET_ID] = sys.modules[__name__]
+
+
 @functools.cache
 def _verifiers_classes() -> dict[str, type]:
+    _register_plugin()
     try:
         import verifiers.v1 as vf
     except ImportError as error:
@@ -221,6 +239,7 @@ def load_environment(
         **env_kwargs: further env options (``mode``, ``reward``, ...).
     """
     classes = _verifiers_classes()
+    _register_plugin()  # again: a caller may have dropped it from sys.modules since
     taskset = classes["AmbiTabTasksetConfig"](
         env_id=env_id, split=split, prompt=prompt, wrappers=list(wrappers), env_kwargs=env_kwargs
     )
