@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -42,7 +43,7 @@ from ambitab_gym.trajectory import (
 from ambitab_gym.verify import Limits, Verifier
 from ambitab_gym.vocabulary import PHASES, STOP_REASONS, Phase, StopReason, check
 
-__all__ = ["PRIVILEGED_INFO_KEYS", "AmbiTabEnv"]
+__all__ = ["ALL_SPLITS", "PRIVILEGED_INFO_KEYS", "TRAIN_SPLIT", "AmbiTabEnv", "select_records"]
 
 logger = logging.getLogger("ambitab_gym")
 
@@ -56,6 +57,79 @@ PRIVILEGED_INFO_KEYS = (
     "reference_sql",
     "verdict_detail",
 )
+
+#: The ``split`` that selects every record of the corpus, whatever its splits.
+ALL_SPLITS = "all"
+#: The split the env draws from when none is given and the corpus has it.
+TRAIN_SPLIT = "train"
+
+
+def select_records(
+    corpus: Corpus, split: str | None = None, record_ids: Sequence[str] | None = None
+) -> tuple[str, list[TaskRecord]]:
+    """The records an env draws from, and the name of their split.
+
+    * ``split=None`` (the env's default): the ``train`` split when the corpus has one, so that
+      a training loop never draws a held-out record; every record when the corpus has a single
+      split (``all`` in the AmbiQT, TACO and BIRD-Interact samples) or ``record_ids`` names the
+      records; every record, with a warning, when the corpus has several splits but no
+      ``train``.
+    * ``split="all"``: every record, whatever the corpus's splits.
+    * a split name: that split's records; a name the corpus lacks raises a
+      :class:`~ambitab_gym.errors.ConfigurationError` naming the valid ones.
+
+    ``record_ids`` then keeps the named records (each must be among the selected ones).
+
+    Example:
+        >>> from ambitab_gym.corpora import load_corpus
+        >>> corpus = load_corpus("bird")
+        >>> split, records = select_records(corpus)
+        >>> split, {r.split for r in records}
+        ('train', {'train'})
+        >>> select_records(corpus, "all")[0], len(select_records(corpus, "all")[1]) == len(corpus)
+        ('all', True)
+        >>> select_records(load_corpus("ambiqt"))[0]
+        'all'
+    """
+    splits = corpus.splits
+    valid = [*splits, *([] if ALL_SPLITS in splits else [ALL_SPLITS])]
+    if split is not None and not isinstance(split, str):
+        raise ConfigurationError(
+            f"split must be a split name or None, not {type(split).__name__}; "
+            f"corpus {corpus.name!r} has {valid}"
+        )
+    if split is None:
+        if record_ids is None and TRAIN_SPLIT in splits:
+            split = TRAIN_SPLIT
+        else:
+            if record_ids is None and len(splits) > 1:
+                warnings.warn(
+                    f"corpus {corpus.name!r} has splits {splits} and no {TRAIN_SPLIT!r} split: "
+                    f"the env draws from all of them; pass split= (one of {valid}) to choose",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            split = ALL_SPLITS
+    if split == ALL_SPLITS:
+        records = list(corpus.records)
+    elif split in splits:
+        records = [r for r in corpus.records if r.split == split]
+    else:
+        raise ConfigurationError(
+            f"corpus {corpus.name!r} has no split {split!r}; valid splits: {valid} "
+            f"({ALL_SPLITS!r}: every record; None: {TRAIN_SPLIT!r} when the corpus has it)"
+        )
+    if record_ids is not None:
+        wanted = set(record_ids)
+        records = [r for r in records if r.id in wanted]
+        missing = wanted - {r.id for r in records}
+        if missing:
+            where = "" if split == ALL_SPLITS else f" split {split!r} of"
+            raise ConfigurationError(
+                f"records not in{where} corpus {corpus.name!r}: {sorted(missing)}"
+            )
+    return split, records
+
 
 Mode = Literal["ask_only", "solver", "agent"]
 _NEEDS_SOLVER = object()  # step-internal marker: asking ended and the solver must run
@@ -140,7 +214,10 @@ class AmbiTabEnv(gym.Env[dict, str]):
 
     Args:
         corpus: an env id, corpus name, corpus folder or :class:`Corpus`.
-        split: records of this split only (default: all).
+        split: the records to draw from: a split name (``"train"``, ``"dev"``, ...), ``"all"``
+            for every record, or None (default): ``"train"`` when the corpus has that split
+            (held-out records are never drawn by accident), else every record
+            (:func:`select_records`).
         record_ids: restrict episodes to these records.
         oracle: an :class:`Oracle`; default the corpus's deterministic oracle.
         solver: a :class:`Solver` called on stop; implies ``mode="solver"``.
@@ -200,15 +277,8 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self.corpus = load_corpus(
             corpus, limits=limits, engine_override=engine, options=engine_options
         )
-        records = self.corpus.split(split)
-        if record_ids is not None:
-            wanted = set(record_ids)
-            records = [r for r in records if r.id in wanted]
-            missing = wanted - {r.id for r in records}
-            if missing:
-                raise ConfigurationError(
-                    f"records not in corpus {self.corpus.name!r}: {sorted(missing)}"
-                )
+        #: the split the records were selected by (``"all"``: every record)
+        self.split, records = select_records(self.corpus, split, record_ids)
         if not records:
             raise ConfigurationError(f"no records to run in corpus {self.corpus.name!r}")
         self.records: list[TaskRecord] = records
@@ -277,11 +347,13 @@ class AmbiTabEnv(gym.Env[dict, str]):
             "corpus": self.corpus.name,
             "corpus_path": str(self.corpus.path),
             "corpus_origin": self.corpus.origin,
+            "split": self.split,
         }
         logger.info(
-            "ambitab-gym: corpus %r (%s, %d records) from %s",
+            "ambitab-gym: corpus %r (%s, split %r, %d records) from %s",
             self.corpus.name,
             self.corpus.origin,
+            self.split,
             len(records),
             self.corpus.path,
         )
@@ -443,9 +515,23 @@ class AmbiTabEnv(gym.Env[dict, str]):
         record_id = options.get("record_id")
         if record_id is not None:
             if record_id not in self._index:
-                raise ConfigurationError(f"record {record_id!r} is not among this env's records")
+                raise ConfigurationError(self._not_drawn(record_id))
             return self.records[self._index[record_id]]
         return self.records[int(self.np_random.integers(len(self.records)))]
+
+    def _not_drawn(self, record_id: Any) -> str:
+        """Why ``options["record_id"]`` is refused (naming the record's split, when the
+        corpus has it: the env's split is a boundary an explicit id does not cross)."""
+        message = f"record {record_id!r} is not among this env's records"
+        try:
+            split = self.corpus.record(record_id).split
+        except (KeyError, TypeError):
+            return message
+        return (
+            f"{message}: it is in split {split!r} of corpus {self.corpus.name!r} and this env "
+            f"draws from split {self.split!r} (make the env with split={split!r} or "
+            f"split={ALL_SPLITS!r})"
+        )
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Take one decision. No action raises: anything unreadable is a question (or, in the

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from ambitab_gym import defaults
 from ambitab_gym.actions import STOP, parse_action
-from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.env import ALL_SPLITS, AmbiTabEnv
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.metrics import score_episode
 from ambitab_gym.vocabulary import QUERY_ERROR_CATEGORIES
@@ -102,7 +102,8 @@ def make_play_env(
         env_id: env id, corpus name or corpus folder.
         solver: ``interpretation``, ``llm``, ``module:callable``, or ``none`` (the person writes
             the SQL).
-        split: play records of this split only.
+        split: play records of this split only (default: every record, not the env's
+            ``train`` default: playing trains nothing).
         llm_client: the LLM client, for ``solver="llm"`` and ``oracle="llm"``.
         oracle: the oracle that answers (a registry name such as ``deterministic`` or ``llm``,
             or ``module:callable``).
@@ -117,7 +118,7 @@ def make_play_env(
 
     corpus = load_corpus(env_id)
     common: dict[str, Any] = {
-        "split": split,
+        "split": split or ALL_SPLITS,
         "zero_ambiguity": defaults.CAMPAIGN_ZERO_AMBIGUITY,
         "render_mode": "ansi",
     }

@@ -78,7 +78,10 @@ def test_bundled_sample_without_a_built_corpus(data_home, caplog):
         meta = env.unwrapped.metadata
         assert meta["corpus_origin"] == "bundled"
         assert Path(meta["corpus_path"]) == (BUNDLED_DIR / "bird").resolve()
-        assert len(env.unwrapped.records) == len(load_corpus("bird").records)
+        # the default split (docs/env.md, Splits): the bundled file's train records
+        text = (BUNDLED_DIR / "bird" / "records.jsonl").read_text("utf-8")
+        train = [r["id"] for r in map(json.loads, text.splitlines()) if r["split"] == "train"]
+        assert [r.id for r in env.unwrapped.records] == train
         lines = selection_lines(caplog)
         assert len(lines) == 1
         assert "bundled" in lines[0].getMessage()

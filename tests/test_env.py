@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +15,9 @@ from gymnasium.utils.env_checker import check_env
 
 import ambitab_gym
 from ambitab_gym import STOP, AmbiTabEnv
-from ambitab_gym.corpora import load_corpus
+from ambitab_gym.corpora import BUNDLED_DIR, load_corpus
+from ambitab_gym.errors import ConfigurationError
+from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
 from ambitab_gym.policies.scripted import FullAsker, GenericAsker
 
 
@@ -61,7 +65,7 @@ def test_make_with_module_prefix():
 
 @pytest.mark.parametrize("env_id", ALL_ENV_IDS)
 def test_full_asker_gets_f1_one_on_every_record(env_id):
-    env = gym.make(env_id)
+    env = gym.make(env_id, split="all")
     asker = FullAsker()
     for record in env.unwrapped.records:
         env.reset(seed=0, options={"record_id": record.id})
@@ -78,7 +82,7 @@ def test_full_asker_gets_f1_one_on_every_record(env_id):
 
 @pytest.mark.parametrize("env_id", ALL_ENV_IDS)
 def test_stopping_at_once(env_id):
-    env = gym.make(env_id)
+    env = gym.make(env_id, split="all")
     for record in env.unwrapped.records:
         env.reset(seed=0, options={"record_id": record.id})
         _, reward, terminated, _, info = env.step(STOP)
@@ -256,3 +260,161 @@ def test_observation_space_contains_every_observation():
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     assert isinstance(obs["questions_left"], np.integer)
+
+
+# -- splits (issue 31): the default never draws a held-out record ----------------------------
+
+#: (env id, corpus) of the bundled samples with a train split and held-out records
+SPLIT_CORPORA = [
+    ("AmbiTab-Bird-v0", "bird"),
+    ("AmbiTab-EW-Bird-v0", "ew_bird"),
+    ("AmbiTab-Ambrosia-v0", "ambrosia"),
+]
+#: (env id, corpus) of the bundled samples with one split (``all``)
+UNSPLIT_CORPORA = [
+    ("AmbiTab-AmbiQT-v0", "ambiqt"),
+    ("AmbiTab-TACO-v0", "taco"),
+    ("AmbiTab-BIRD-Interact-v0", "bird_interact"),
+]
+
+
+def ids_by_split(folder: Path) -> dict[str, set[str]]:
+    """Record ids per split, read from the corpus's records file (not through the env)."""
+    out: dict[str, set[str]] = {}
+    for line in (folder / "records.jsonl").read_text("utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            out.setdefault(record["split"], set()).add(record["id"])
+    return out
+
+
+def drawn_ids(env, seeds=range(300)) -> set[str]:
+    """The record ids ``reset(seed=s)`` draws over the seeds, and over unseeded resets."""
+    seen = set()
+    for seed in seeds:
+        env.reset(seed=seed)
+        seen.add(env.unwrapped.record.id)
+    for _ in range(100):
+        env.reset()
+        seen.add(env.unwrapped.record.id)
+    return seen
+
+
+@pytest.mark.parametrize(("env_id", "name"), SPLIT_CORPORA)
+def test_default_split_draws_only_train_records(env_id, name, data_home):
+    splits = ids_by_split(BUNDLED_DIR / name)
+    train = splits["train"]
+    held_out = set().union(*(ids for split, ids in splits.items() if split != "train"))
+    assert held_out, f"the {name} sample has held-out records to leak"
+    env = gym.make(env_id)
+    seen = drawn_ids(env)
+    assert seen <= train, f"the default drew held-out records: {sorted(seen - train)}"
+    assert len(seen) > len(train) // 2  # the seeds reach across the train split
+    assert {r.id for r in env.unwrapped.records} == train
+    assert env.unwrapped.split == env.unwrapped.metadata["split"] == "train"
+    # naming a held-out record does not slip past the default either
+    with pytest.raises(ConfigurationError, match="not among this env's records: it is in split"):
+        env.reset(options={"record_id": sorted(held_out)[0]})
+    # the default is the same as naming the split, in a vector env too
+    named = gym.make(env_id, split="train")
+    assert drawn_ids(named, range(50)) == drawn_ids(gym.make(env_id), range(50))
+    envs = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync")
+    try:
+        envs.reset(seed=0)
+        assert all({r.id for r in e.unwrapped.records} == train for e in envs.envs)
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize(("env_id", "name"), SPLIT_CORPORA)
+def test_named_held_out_split_gives_only_its_records(env_id, name, data_home):
+    splits = ids_by_split(BUNDLED_DIR / name)
+    (held_out,) = [split for split in splits if split != "train"]  # dev, or test (Ambrosia)
+    env = gym.make(env_id, split=held_out)
+    assert drawn_ids(env) == splits[held_out]  # 300 seeds reach every one of them
+    assert {r.id for r in env.unwrapped.records} == splits[held_out]
+    assert env.unwrapped.metadata["split"] == held_out
+
+
+@pytest.mark.parametrize(("env_id", "name"), SPLIT_CORPORA)
+def test_split_all_gives_every_split(env_id, name, data_home):
+    splits = ids_by_split(BUNDLED_DIR / name)
+    env = gym.make(env_id, split="all")
+    assert {r.id for r in env.unwrapped.records} == set().union(*splits.values())
+    seen = drawn_ids(env)
+    assert all(seen & ids for ids in splits.values())  # resets draw from each split
+    assert env.unwrapped.split == "all"
+
+
+@pytest.mark.parametrize("split", ["validation", "Train", "dev ", "test"])
+def test_unknown_split_names_the_valid_ones(split, data_home):
+    with pytest.raises(ConfigurationError) as error:
+        gym.make("AmbiTab-Bird-v0", split=split)
+    message = str(error.value)
+    assert f"no split {split!r}" in message
+    assert "valid splits: ['train', 'dev', 'all']" in message
+    with pytest.raises(ConfigurationError, match="split must be a split name or None"):
+        gym.make("AmbiTab-Bird-v0", split=["train"])
+
+
+@pytest.mark.parametrize(("env_id", "name"), UNSPLIT_CORPORA)
+def test_corpus_without_splits_gives_every_record_by_default(env_id, name, data_home, recwarn):
+    splits = ids_by_split(BUNDLED_DIR / name)
+    assert list(splits) == ["all"]
+    env = gym.make(env_id)
+    assert {r.id for r in env.unwrapped.records} == splits["all"]
+    assert drawn_ids(env, range(100)) <= splits["all"]
+    assert env.unwrapped.split == "all"
+    assert not [w for w in recwarn if "split" in str(w.message)]
+    assert {r.id for r in gym.make(env_id, split="all").unwrapped.records} == splits["all"]
+    with pytest.raises(ConfigurationError, match=r"valid splits: \['all'\]"):
+        gym.make(env_id, split="train")
+
+
+def test_procedural_env_needs_no_split(data_home):
+    for domains in ("train", "test"):
+        env = gym.make("AmbiTab-Procedural-v0", domains=domains, ambiguities=(1, 1))
+        env.reset(seed=0)
+        assert env.unwrapped.split == "all" and env.unwrapped.record.split == domains
+        env.close()
+
+
+def test_several_splits_without_train_warn_and_give_every_record(tmp_path, data_home):
+    folder = tmp_path / "bird_dev_test"
+    shutil.copytree(BUNDLED_DIR / "bird", folder)
+    path = folder / "records.jsonl"
+    records = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    for record in records:
+        record["split"] = "test" if record["split"] == "train" else record["split"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    with pytest.warns(UserWarning, match=r"has splits \['test', 'dev'\] and no 'train' split"):
+        env = AmbiTabEnv(folder)
+    assert {r.id for r in env.records} == {r["id"] for r in records}
+    assert env.split == "all"
+
+
+def test_record_ids_without_a_split_come_from_every_split(data_home):
+    splits = ids_by_split(BUNDLED_DIR / "bird")
+    chosen = [sorted(splits["train"])[0], sorted(splits["dev"])[0]]
+    env = gym.make("AmbiTab-Bird-v0", record_ids=chosen)
+    assert [r.id for r in env.unwrapped.records] == sorted(chosen)
+    with pytest.raises(ConfigurationError, match="not in split 'train' of corpus 'bird'"):
+        gym.make("AmbiTab-Bird-v0", split="train", record_ids=chosen)
+
+
+def test_evaluate_keeps_every_record_of_the_corpus(tmp_path, data_home):
+    """``evaluate`` (``run_campaign``) runs the corpus's whole evaluation pool, not the env's
+    default train split; ``--split`` still narrows it."""
+    splits = ids_by_split(BUNDLED_DIR / "bird")
+    every = set().union(*splits.values())
+    config = CampaignConfig("AmbiTab-Bird-v0", asker="full", seeds=(0,))
+    summary = run_campaign(config, tmp_path / "r.duckdb", progress=False)
+    assert summary.episodes == 3 * len(every)
+    with ResultsStore(tmp_path / "r.duckdb") as store:
+        rows = store.episodes()
+    for condition in ("none", "asker", "full"):
+        assert {r["record_id"] for r in rows if r["condition"] == condition} == every
+    dev = CampaignConfig("AmbiTab-Bird-v0", asker="full", seeds=(0,), split="dev")
+    run_campaign(dev, tmp_path / "dev.duckdb", progress=False)
+    with ResultsStore(tmp_path / "dev.duckdb") as store:
+        assert {r["record_id"] for r in store.episodes()} == splits["dev"]

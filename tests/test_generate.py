@@ -148,7 +148,7 @@ def test_every_reading_executes_and_siblings_differ(corpus):
 
 
 def test_trust_boundary_over_generated_records(corpus_dir, corpus):
-    env = gym.make("AmbiTab-AmbiQT-v0", corpus=corpus_dir)
+    env = gym.make("AmbiTab-AmbiQT-v0", corpus=corpus_dir, split="all")  # train and test
     for record in env.unwrapped.records:
         run_episode(env, record, full_actions(record))
         run_episode(env, record, generic_actions)
@@ -166,7 +166,7 @@ def test_trust_boundary_over_generated_records(corpus_dir, corpus):
 def test_full_asker_reaches_f1_one_and_every_reading(corpus):
     solver = InterpretationSolver(corpus)
     env = gym.make(
-        "AmbiTab-AmbiQT-v0", corpus=corpus, solver=solver, zero_ambiguity="skip"
+        "AmbiTab-AmbiQT-v0", corpus=corpus, split="all", solver=solver, zero_ambiguity="skip"
     ).unwrapped
     outcomes: dict[str, list[tuple[float, bool]]] = {"full": [], "none": []}
     for record in corpus.records:

@@ -38,8 +38,8 @@ EPISODES = [
     ("bird-0006", ['What do you mean by "revenue"?', "Should the rows be sorted?", STOP]),
     ("bird-0006", ["Which year do you mean by last year?", 'What is "revenue"?', STOP]),
     ("bird-0014", ["Please elaborate."] * 10),  # the budget ends it
-    ("bird-0049", [STOP]),  # no ambiguity: abstaining earns 1
-    ("bird-0049", ["Which books?"]),  # no ambiguity: asking earns 0
+    ("bird-0027", [STOP]),  # no ambiguity: abstaining earns 1
+    ("bird-0027", ["Which doctors?"]),  # no ambiguity: asking earns 0
     (
         "bird-0001",
         [
@@ -52,7 +52,7 @@ EPISODES = [
 
 
 def _raw(record_id: str, actions: list[str]) -> tuple[float, list[tuple[str, str]]]:
-    env = AmbiTabEnv("bird")
+    env = AmbiTabEnv("bird", split="all")  # any record, of either split
     env.reset(options={"record_id": record_id})
     total = 0.0
     for action in actions:
@@ -160,7 +160,9 @@ def test_skyrl_with_its_own_package():
     assert len(rows) == 21 and {r["env_class"] for r in rows} == {env_class}
     row = next(r for r in rows if r["extra_info"]["record_id"] == "bird-0040")
     extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")}
-    env = skyrl_gym.make(env_class, env_config={"env_id": ENV_ID}, extras=extras)
+    # the env config names the dataset's split (the env's default is the train split)
+    config = {"env_id": ENV_ID, "env_kwargs": {"split": "dev"}}
+    env = skyrl_gym.make(env_class, env_config=config, extras=extras)
     assert isinstance(env, BaseTextEnv)
     prompt, _ = env.init(row["prompt"])
     assert prompt == row["prompt"]
@@ -230,7 +232,7 @@ def test_verl_instances_are_independent():
     async def run():
         interaction = AmbiTabInteraction({})
         a = await interaction.start_interaction(record_id="bird-0014")
-        b = await interaction.start_interaction(record_id="bird-0049")
+        b = await interaction.start_interaction(record_id="bird-0027")
         ask = [{"role": "assistant", "content": 'What is "recently"?'}]
         first = await interaction.generate_response(a, ask)
         other = await interaction.generate_response(b, ask)

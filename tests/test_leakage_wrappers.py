@@ -107,7 +107,7 @@ def test_replacement_is_uniform_over_records_on_other_databases():
 
 
 def test_single_database_pool_is_an_error_that_says_what_to_do():
-    base = AmbiTabEnv("bird")
+    base = AmbiTabEnv("bird", split="all")
     one_db = [r for r in base.records if r.spec.database == "flights"]
     env = AmbiTabEnv("bird", record_ids=[r.id for r in one_db])
     with pytest.raises(ValueError, match="at least two databases"):

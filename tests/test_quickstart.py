@@ -52,19 +52,28 @@ def _quickstart() -> str:
 
 def test_readme_quickstart_gets_an_answer(tmp_path):
     code = _quickstart()
-    assert "import ambitab_gym" in code and 'gym.make("AmbiTab-Bird-v0")' in code
+    assert "import ambitab_gym" in code and 'gym.make("AmbiTab-Bird-v0", split="train")' in code
     result = _python(code, tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
 
-    # the task it printed is a bundled Bird record; read that record from the file
+    # the task it printed is a bundled Bird record; read that record from the file (the
+    # readings of an AVT share the request: the answer tells which one was drawn)
     request = re.search(r"^Request: (.+)$", out, re.M).group(1)
-    records = [json.loads(line) for line in BIRD_RECORDS.read_text("utf-8").splitlines()]
-    (record,) = [
-        r for r in records if r["spec"]["request"] == request and r["spec"]["database"] in out
-    ][:1]
     question = re.search(r"^Q1: (.+)$", out, re.M).group(1)
     answer = re.search(r"^A1: (.+)$", out, re.M).group(1)
+    records = [json.loads(line) for line in BIRD_RECORDS.read_text("utf-8").splitlines()]
+    readings = [
+        r for r in records if r["spec"]["request"] == request and r["spec"]["database"] in out
+    ]
+    assert readings, f"no bundled Bird record asks {request!r}"
+    (record,) = [
+        r
+        for r in readings
+        if any(answer in (a.get("resolution"), a.get("response")) for a in r["ambiguities"])
+    ] or readings[:1]
+    # the quick start names the split a training loop should use, and its task is from it
+    assert record["split"] == "train", record["id"]
     assert answer != REFUSAL, f"the quick start's question {question!r} was refused"
     # the question names one of the record's terms, and the answer is that term's resolution
     asked = [
@@ -141,9 +150,7 @@ def test_cli_docs_name_every_campaign_option(command):
     (subparsers,) = [a for a in parser._actions if a.dest == "command"]
     sub = subparsers.choices[command]
     main_group = next(g for g in sub._action_groups if g.title in ("options", "optional arguments"))
-    options = [
-        o for a in main_group._group_actions for o in a.option_strings if o.startswith("--")
-    ]
+    options = [o for a in main_group._group_actions for o in a.option_strings if o.startswith("--")]
     assert "--seeds" in options
     text = CLI_DOCS.read_text("utf-8")
     section = re.search(r"^## `ambitab-gym evaluate.*?(?=^## )", text, re.S | re.M).group(0)

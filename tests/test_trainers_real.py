@@ -47,7 +47,9 @@ def _raw(record_id: str, actions: list[str], **env_kwargs) -> tuple[float, list[
 def _tool_call_sequences(tokenizer, calls: list[dict]) -> list[list[int]]:
     """Token ids of one Qwen3 tool call per entry of ``calls``, each ending the turn."""
     return [
-        tokenizer.encode("<tool_call>\n" + json.dumps(call) + "\n</tool_call>", add_special_tokens=False)
+        tokenizer.encode(
+            "<tool_call>\n" + json.dumps(call) + "\n</tool_call>", add_special_tokens=False
+        )
         + [tokenizer.eos_token_id]
         for call in calls
     ]
@@ -91,7 +93,9 @@ def test_trl_grpo_run_on_cpu_rewards_come_from_the_env(tmp_path, monkeypatch):
     model = tiny_model(tokenizer)
     before = [p.detach().clone() for p in model.parameters()]
     # bird-0040 has one ambiguity ("overdue"); bird-0049 has none
-    rows = [r for r in trl_dataset(ENV_ID, split="dev") if r["record_id"] in ("bird-0040", "bird-0049")]
+    rows = [
+        r for r in trl_dataset(ENV_ID, split="dev") if r["record_id"] in ("bird-0040", "bird-0049")
+    ]
     question = 'What do you mean by "overdue"?'
     sequences = _tool_call_sequences(
         tokenizer,
@@ -144,13 +148,17 @@ def test_trl_grpo_run_on_cpu_rewards_come_from_the_env(tmp_path, monkeypatch):
             assert actions, completion  # the steered turn is a tool call TRL parsed and ran
             expected, dialogue = _raw(record_id, actions, split="dev")
             assert value == expected
-            answers = [m["content"] for m in completion if m.get("role") == "tool" and m["name"] == "ask"]
+            answers = [
+                m["content"] for m in completion if m.get("role") == "tool" and m["name"] == "ask"
+            ]
             assert answers == [a for _, a in dialogue][: len(answers)]  # the env answered them
             asked += question in actions
         # what TRL logged for the step is the env's rewards
         assert logged["reward"] == pytest.approx(sum(rewards) / len(rewards))
     assert asked > 0
-    changed = any(not torch.equal(a, b) for a, b in zip(before, trainer.model.parameters(), strict=True))
+    changed = any(
+        not torch.equal(a, b) for a, b in zip(before, trainer.model.parameters(), strict=True)
+    )
     contrast = any(h["frac_reward_zero_std"] < 1.0 for h in steps)
     assert changed == contrast  # an update happens exactly when a group's rewards differ
 
@@ -291,7 +299,7 @@ def test_verl_agent_loop_in_the_agent_loop_worker(tmp_path):
     # the shipped agent-loop entry, on the records of both splits used below
     loops = tmp_path / "agent_loop.yaml"
     text = (Path(__file__).resolve().parents[1] / "examples" / "verl_agent_loop.yaml").read_text()
-    loops.write_text(text.replace("split: train", "split: null"))
+    loops.write_text(text.replace("split: train", "split: all"))
     with initialize_config_dir(
         config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None
     ):
@@ -305,7 +313,7 @@ def test_verl_agent_loop_in_the_agent_loop_worker(tmp_path):
                 f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
             ],
         )
-    requests = {r: AmbiTabEnv("bird").unwrapped for r in VERL_SCRIPTS}
+    requests = {r: AmbiTabEnv("bird", split="all").unwrapped for r in VERL_SCRIPTS}
     for record_id, env in requests.items():
         env.reset(options={"record_id": record_id})
 
@@ -320,7 +328,9 @@ def test_verl_agent_loop_in_the_agent_loop_worker(tmp_path):
             if request_id not in self.owner:
                 prompt = tokenizer.decode(prompt_ids)
                 (self.owner[request_id],) = [
-                    r for r, env in requests.items() if f"Request: {env.record.spec.request}" in prompt
+                    r
+                    for r, env in requests.items()
+                    if f"Request: {env.record.spec.request}" in prompt
                 ]
             record_id = self.owner[request_id]
             reply = VERL_SCRIPTS[record_id][len(self.used[record_id])]
@@ -330,7 +340,7 @@ def test_verl_agent_loop_in_the_agent_loop_worker(tmp_path):
 
     rows = [
         r
-        for r in adapter.verl_dataset(ENV_ID)
+        for r in adapter.verl_dataset(ENV_ID, split="all")  # records of both splits
         if r["extra_info"]["interaction_kwargs"]["record_id"] in VERL_SCRIPTS
     ]
     assert len(rows) == len(VERL_SCRIPTS) and {r["agent_name"] for r in rows} == {"ambitab_agent"}
@@ -354,7 +364,7 @@ def test_verl_agent_loop_in_the_agent_loop_worker(tmp_path):
         record_id = row["extra_info"]["interaction_kwargs"]["record_id"]
         actions = server.used[record_id]
         assert actions == VERL_SCRIPTS[record_id][: len(actions)]
-        expected, dialogue = _raw(record_id, actions)
+        expected, dialogue = _raw(record_id, actions, split="all")
         assert scores[i] == pytest.approx(expected)  # verl's token-level reward is the env's
         assert sum(out.non_tensor_batch["turn_scores"][i]) == pytest.approx(expected)
         # the opening, each asker turn, and each answer before the next turn

@@ -242,7 +242,7 @@ def check_task_texts(texts: Sequence[str], record: TaskRecord, randomized: bool)
 
 def replay(record: TaskRecord, questions: Sequence[str], oracle) -> list[tuple]:
     """The same questions on a plain env holding the true record: (credits, answer) each."""
-    env = AmbiTabEnv("bird", oracle=oracle)
+    env = AmbiTabEnv("bird", split="all", oracle=oracle)
     env.reset(seed=0, options={"record_id": record.id})
     for question in questions:
         env.step(question)
@@ -315,7 +315,7 @@ def test_question_menu_is_built_from_the_agents_view(stack):
         if randomized:
             questions = [t.question for t in trajectory.turns]
             donor = DONORS.replacement(record)
-            on_donor = AmbiTabEnv("bird")
+            on_donor = AmbiTabEnv("bird", split="all")  # a donor may be a train record
             on_donor.reset(seed=0, options={"record_id": donor.id})
             for question in questions[: on_donor.max_questions(donor)]:
                 on_donor.step(question)
@@ -352,7 +352,7 @@ def test_sb3_menu_env_and_evaluation_under_randomization(stack):
         question = menu.question(1) + (
             f" {ADVERSARIAL_SUFFIX}" if AdversarialProbe in wrappers else ""
         )
-        plain = AmbiTabEnv("bird", oracle=oracle)
+        plain = AmbiTabEnv("bird", split=SPLIT, oracle=oracle)
         plain.reset(seed=0, options={"record_id": record.id})
         plain.step(question)
         plain.step(STOP)
@@ -467,7 +467,7 @@ def _answer(env, question="Please elaborate.", **options):
 
 
 def test_two_hybrid_oracles_over_one_env_leave_its_oracle_untouched():
-    base = AmbiTabEnv("bird", oracle=LEAKY)
+    base = AmbiTabEnv("bird", split=SPLIT, oracle=LEAKY)
     sql = RECORDS[0].verification.reference_sql
     first = HybridOracle(base)
     second = HybridOracle(base, responder=ReferenceResponder(prefer_response=False))
@@ -483,7 +483,7 @@ def test_two_hybrid_oracles_over_one_env_leave_its_oracle_untouched():
 
 
 def test_an_exception_between_hybrid_oracles_leaves_the_env_oracle_untouched():
-    base = AmbiTabEnv("bird", oracle=LEAKY)
+    base = AmbiTabEnv("bird", split=SPLIT, oracle=LEAKY)
     broken = HybridOracle(base, responder=Exploding())
     with pytest.raises(RuntimeError, match="responder down"):
         _answer(broken)
@@ -497,7 +497,7 @@ def test_an_exception_between_hybrid_oracles_leaves_the_env_oracle_untouched():
 
 
 def test_the_outermost_oracle_of_a_stack_answers_the_episode():
-    base = AmbiTabEnv("bird", oracle=LEAKY)
+    base = AmbiTabEnv("bird", split=SPLIT, oracle=LEAKY)
     inner = HybridOracle(base)
     outer = HybridOracle(ChatMessages(inner), responder=ReferenceResponder(prefer_response=False))
     outer.reset(options={"record_id": RECORDS[0].id})

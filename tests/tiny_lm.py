@@ -34,7 +34,7 @@ def corpus_text() -> tuple[str, ...]:
 
     texts = []
     for prompt in (None, TOOL_PROMPT):
-        session = ChatSession("AmbiTab-Bird-v0", prompt=prompt)
+        session = ChatSession("AmbiTab-Bird-v0", env_kwargs={"split": "all"}, prompt=prompt)
         for record_id in session.record_ids:
             texts.extend(m["content"] for m in session.start(record_id=record_id))
         session.close()

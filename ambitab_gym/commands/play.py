@@ -53,7 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="after the verdict, show the task's ambiguities, what each question was credited "
         "with, and the episode's precision and recall (never during the episode)",
     )
-    parser.add_argument("--split", default=None, help="draw tasks from this split only")
+    parser.add_argument(
+        "--split", default=None, help="draw tasks from this split only (default: every record)"
+    )
     add_llm_arguments(parser)
     add_oracle_arguments(parser)
     parser.set_defaults(func=run)

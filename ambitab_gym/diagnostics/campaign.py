@@ -34,7 +34,7 @@ from ambitab_gym.diagnostics.estimates import (
     LeakageReport,
     leakage_report,
 )
-from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.env import ALL_SPLITS, AmbiTabEnv
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.evaluation.engine import CampaignPlan, config_hash, create_oracle, run_plan
 from ambitab_gym.evaluation.store import ResultsStore
@@ -135,7 +135,7 @@ class _Parts:
         policy, oracle = CONDITIONS[condition]
         env: Any = AmbiTabEnv(
             self.corpus,
-            split=self.config.split,
+            split=self.config.split or ALL_SPLITS,  # the campaign's records, not the env's default
             record_ids=[r.id for r in self.records],
             oracle=self.reference if oracle == "reference" else self.actual,
             solver=None if condition in RECALL_ONLY else self.solver,

@@ -24,7 +24,7 @@ from typing import Any
 
 from ambitab_gym import defaults, registry
 from ambitab_gym.corpora import Corpus, load_corpus
-from ambitab_gym.env import AmbiTabEnv
+from ambitab_gym.env import ALL_SPLITS, AmbiTabEnv
 from ambitab_gym.errors import ConfigurationError
 from ambitab_gym.evaluation.engine import (
     CampaignPlan,
@@ -55,7 +55,8 @@ class CampaignConfig:
         solver: ``interpretation``, ``llm`` or ``module:callable``.
         oracle: ``deterministic``, ``llm``, a leaky oracle name or ``module:callable``.
         seeds: evaluation seeds.
-        split: a split name, or None for every record.
+        split: a split name, or None for every record (the evaluation pool; unlike the env,
+            whose default is the ``train`` split).
         conditions: which of ``none``, ``asker``, ``full`` to run.
         budget_slack: decisions allowed beyond m (paper: 3).
         limit: run only the first ``limit`` records of the split.
@@ -216,7 +217,7 @@ def run_campaign(
     def parts(condition: str) -> tuple[AmbiTabEnv, Any]:
         env = AmbiTabEnv(
             corpus,
-            split=config.split,
+            split=config.split or ALL_SPLITS,  # the campaign's records, not the env's default
             oracle=shared["oracle"],
             solver=shared["solver"],
             budget_slack=config.budget_slack,

@@ -149,7 +149,7 @@ class ProceduralEnv(AmbiTabEnv):
                 warm=config,
                 pool=self.generator.pool,
             )
-        super().__init__(corpus, **kwargs)
+        super().__init__(corpus, split="all", **kwargs)  # the domains are its split
         self.corpus: ProceduralCorpus
         budget = MAX_AMBIGUITIES + self.budget_slack - 1
         self.observation_space = spaces.Dict(
