@@ -13,6 +13,7 @@ with :func:`alias_problem`.
 * :func:`statistic_aliases` - the words of the aggregates that differ between readings.
 * :func:`scope_aliases`, :func:`attachment_aliases` - the cue phrases of scope and attachment
   ambiguities.
+* :func:`term_parts` - the head and modifiers of a short compound term.
 * :func:`clean_aliases` - drop duplicates, the term itself, generic words and words another
   ambiguity of the same task uses.
 * :func:`alias_problem` - why a phrase cannot be an alias of an ambiguity, or None.
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Sequence
 import sqlglot
 from sqlglot import exp
 
-from ambitab_gym.terms import STOP_WORDS, words
+from ambitab_gym.terms import STOP_WORDS, lemma, words
 
 __all__ = [
     "GENERIC_NAMES",
@@ -39,6 +40,7 @@ __all__ = [
     "scope_aliases",
     "sql_names",
     "statistic_aliases",
+    "term_parts",
 ]
 
 #: Schema words that name nothing in particular: an alias made only of these (and function words)
@@ -162,30 +164,62 @@ def reading_aliases(readings: Sequence[str], dialect: str | None = None) -> list
 
 
 def scope_aliases(noun: str, plural: str | None = None) -> list[str]:
-    """The phrases a person uses to ask whether a scope is collective or distributive.
+    """The phrases a person uses to ask whether a scope is collective or distributive, for the
+    noun and, of a compound noun, for its head ("each service" of "streaming service").
 
     >>> scope_aliases("gym", "gyms")  # doctest: +NORMALIZE_WHITESPACE
     ['each gym', 'every gym', 'per gym', 'all gyms', 'all the gyms', 'any gym',
-     'every single gym', 'individual gyms', 'in common', 'common to all', 'shared by all',
+     'every single gym', 'individual gyms', 'each of the gyms', 'every one of the gyms',
+     'all of the gyms', 'in common', 'common to all', 'common to every', 'shared by all',
      'separately', 'individually', 'for each one']
+    >>> scope_aliases("streaming service", "streaming services")[8:12]
+    ['each of the streaming services', 'every one of the streaming services', 'all of the streaming services', 'each service']
     """
     plural = plural or noun
+    forms = [(noun, plural)]
+    if len(noun.split()) > 1 and len(plural.split()) > 1:
+        forms.append((noun.split()[-1], plural.split()[-1]))
+    out = []
+    for one, many in forms:
+        out += [
+            f"each {one}",
+            f"every {one}",
+            f"per {one}",
+            f"all {many}",
+            f"all the {many}",
+            f"any {one}",
+            f"every single {one}",
+            f"individual {many}",
+            f"each of the {many}",
+            f"every one of the {many}",
+            f"all of the {many}",
+        ]
     return [
-        f"each {noun}",
-        f"every {noun}",
-        f"per {noun}",
-        f"all {plural}",
-        f"all the {plural}",
-        f"any {noun}",
-        f"every single {noun}",
-        f"individual {plural}",
+        *out,
         "in common",
         "common to all",
+        "common to every",
         "shared by all",
         "separately",
         "individually",
         "for each one",
     ]
+
+
+def term_parts(term: str) -> list[str]:
+    """The words of a short compound term that a question names it by alone: its head noun,
+    then its modifiers ("metric", "quality" of "quality metric"). Not of a phrase with function
+    words or of more than three words, and never a generic word ("type" of "signal type").
+    Give the result to :func:`clean_aliases` with the other ambiguities' names, which drops a
+    part two terms share.
+
+    >>> term_parts("quality metric"), term_parts("signal type"), term_parts("count of events")
+    (['metric', 'quality'], ['signal'], [])
+    """
+    parts = re.findall(r"[^\W_]+(?:[-'][^\W_]+)*", term)
+    if not 2 <= len(parts) <= 3 or any(w.lower() in STOP_WORDS for w in parts):
+        return []
+    return [w for w in reversed(parts) if lemma(w) not in GENERIC_NAMES and not w.isdigit()]
 
 
 def attachment_aliases(modifier: str, nouns: Iterable[str]) -> list[str]:

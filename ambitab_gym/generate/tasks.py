@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the same seed would produce different tasks.
-GENERATOR_VERSION = "3"
+GENERATOR_VERSION = "4"
 _GENERATOR = f"ambitab_gym.generate v{GENERATOR_VERSION}"
 _MAX_TRIES = 200
 #: throwaway tasks :meth:`DatabasePool.warm` generates to fill the databases' memos
