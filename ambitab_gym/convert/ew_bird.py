@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ambitab_gym.aliases import clean_aliases, natural_name, sql_names
+from ambitab_gym.aliases import GENERIC_NAMES, clean_aliases, natural_name, sql_names
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -54,7 +54,7 @@ from ambitab_gym.convert.common import (
 )
 from ambitab_gym.convert.verbalize import code_names
 from ambitab_gym.records import TaskRecord, parse_record
-from ambitab_gym.terms import STOP_WORDS, lemma
+from ambitab_gym.terms import STOP_WORDS, lemma, words
 
 __all__ = [
     "UPSTREAM",
@@ -200,6 +200,15 @@ _STATISTICS = frozenset(
     {"average", "mean", "median", "total", "sum", "number", "count", "maximum", "minimum"}
     | {"highest", "lowest", "largest", "smallest", "biggest", "overall"}
 )
+#: The computations a hint spells as calls, in the words a person asks about them with.
+_COMPUTATIONS = (
+    (re.compile(r"\bAVG\s*\(", re.IGNORECASE), ("average",)),  # not "mean": "what do you mean"
+    (re.compile(r"\bSUM\s*\(", re.IGNORECASE), ("total",)),  # "sum" is an SQL keyword
+    (
+        re.compile(r"\bDIVIDE\s*\(.*(?:\*\s*100|100\s*\))|\bMULTIPLY\s*\(.*100", re.IGNORECASE),
+        ("percentage", "percent", "share"),
+    ),
+)
 _CONDITION = re.compile(r"[<>=]|\b(?:between|like)\b|\bin\s*\(", re.IGNORECASE)
 
 
@@ -231,8 +240,9 @@ def hint_aliases(term: str, hints: list[str], sql: str | None = None) -> list[st
     """Candidate aliases of the ambiguity a term names, from its evidence hints: the modifier
     of a compound term the hints set a condition for, the columns and values the hints use in
     SQL (:func:`~ambitab_gym.convert.verbalize.code_names`; of "X refers to <SQL>" the SQL side
-    only), and the columns a hint names alone ("hometown county refers to county"). Give the
-    result to :func:`~ambitab_gym.aliases.clean_aliases`.
+    only), the columns a hint names alone ("hometown county refers to county"), the words of
+    an average, sum or percentage the hint computes, and the term's words that name one of
+    those columns. Give the result to :func:`~ambitab_gym.aliases.clean_aliases`.
 
     Args:
         term: the ambiguity's term.
@@ -249,7 +259,10 @@ def hint_aliases(term: str, hints: list[str], sql: str | None = None) -> list[st
     ...              "SELECT COUNT(*) FROM atom WHERE element = 'f'")
     ['element']
     >>> hint_aliases("average number of oxygen atoms", ["average number of oxygen atom = AVG(element = 'o')"])
-    ['element']
+    ['element', 'average']
+    >>> hint_aliases("average height of the superheroes",
+    ...              ["average height of the superheroes refers to AVG(height_cm)"])
+    ['height cm', 'average', 'height']
     >>> hint_aliases("hometown county", ["hometown county refers to county"])
     ['county']
     >>> hint_aliases("Dark Horse Comics", ["Dark Horse Comics refers to publisher_name = 'Dark Horse Comics'"])
@@ -266,6 +279,21 @@ def hint_aliases(term: str, hints: list[str], sql: str | None = None) -> list[st
         out += code_names(right if natural_left else hint)
         if natural_left and "=" not in found.group() and _COLUMN_LIST.match(right):
             out += [natural_name(c) for c in right.split(",")]
+        out += [w for call, found_words in _COMPUTATIONS if call.search(hint) for w in found_words]
+    term_lemmas = {w.lemma for w in words(term)}
+    column_words = {  # not of a value the term spells ("Dark Horse Comics")
+        w.lemma
+        for name in out
+        if not {x.lemma for x in words(name)} <= term_lemmas
+        for w in words(name)
+    }
+    out += [  # "height" of "average height of the superheroes" for AVG(height_cm)
+        term[w.start : w.end]
+        for w in words(term)
+        if w.lemma in column_words
+        and w.lemma.isalpha()
+        and w.lemma not in GENERIC_NAMES | STOP_WORDS
+    ]
     return list(dict.fromkeys(a for a in out if a.strip()))
 
 

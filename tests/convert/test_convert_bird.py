@@ -77,8 +77,12 @@ def test_released_files_are_imported_as_they_are(release, tmp_path):
     }  # fmt: skip
     # "spending refers to SUM(quantity * unit_price * (1 - discount)) on orders ..." ("discount"
     # is a released alias); "on time refers to actual_arrival at most 15 minutes after
-    # scheduled_arrival" and its actual_departure reading ("scheduled ..." are released)
-    assert added["bird-0001"] == {"top_customers": [], "spending": ["quantity", "unit price"]}
+    # scheduled_arrival" and its actual_departure reading ("scheduled ..." are released); the
+    # sum is asked about as a "total"
+    assert added["bird-0001"] == {
+        "top_customers": [],
+        "spending": ["quantity", "unit price", "total"],
+    }
     assert added["bird-0054"]["on_time"] == ["actual arrival", "actual departure"]
 
     def readings(records):  # AVT -> record ids in file order (the first is the default)

@@ -119,9 +119,10 @@ def test_hint_aliases_are_its_columns_values_and_vague_modifier(converted):
     ]
     record = by_question(conversion, 742)  # "vampire superheroes refers to race = 'Vampire'"
     assert [list(a.aliases) for a in record.ambiguities] == [["vampire", "race"]]
-    # "atom 19 refers to atom_id like 'TR%_19'": a number in the term is no modifier
+    # "atom 19 refers to atom_id like 'TR%_19'": a number in the term is no modifier, and of
+    # its words only "atom" names the column
     record = by_question(conversion, 239)
-    assert list(record.ambiguities[1].aliases) == ["atom id", "TR%_19"]
+    assert list(record.ambiguities[1].aliases) == ["atom id", "TR%_19", "atom"]
     for item in conversion.items:  # no alias names another ambiguity of its row
         ambiguities = item.records[0].ambiguities
         for ambiguity in ambiguities:
