@@ -56,7 +56,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ambitab_gym.aliases import clean_aliases
+from ambitab_gym.aliases import clean_aliases, term_parts
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -452,7 +452,8 @@ def _name_variants(name: str) -> list[str]:
 def _name_readings(entries: list[dict], dialect: str) -> None:
     """Give each counted ambiguity the words a person asks about it with: its annotation and
     knowledge-base names (with the words and abbreviation apart), then the columns and values of
-    its SQL snippets (:func:`fragment_names`). No alias names another ambiguity; a snippet's
+    its SQL snippets (:func:`fragment_names`), then the parts of a compound term
+    (:func:`~ambitab_gym.aliases.term_parts`). No alias names another ambiguity; a snippet's
     name loses to another ambiguity's own names ("snqi" in a count of signals with SNQI > 0
     stays with "Signal-to-Noise Quality Indicator (SNQI)")."""
     own = {
@@ -485,8 +486,11 @@ def _name_readings(entries: list[dict], dialect: str) -> None:
         from_snippets = clean_aliases(
             entry["term"], found[entry["id"]], others(entry, named, found)
         )
+        parts = clean_aliases(  # "metric" of "quality metric", unless another term has it
+            entry["term"], term_parts(entry["term"]), others(entry, own, found)
+        )
         entry["aliases"] = clean_aliases(
-            entry["term"], named[entry["id"]] + from_snippets, others(entry, own)
+            entry["term"], named[entry["id"]] + from_snippets + parts, others(entry, own)
         )
 
 

@@ -78,10 +78,11 @@ def test_annotations_become_ambiguities_with_their_snippets(official):
             i for i, a in by_id.items() if a["kind"] != "non_critical"
         }
     # hand-checked against the sample: alien_1 annotates "good signals", which its request
-    # writes "usable signals"; its SNQI knowledge shares the SQL of "signal quality"
+    # writes "usable signals"; its SNQI knowledge shares the SQL of "signal quality"; of the
+    # term's parts only "usable" ("signal" is also "signal quality"'s)
     alien_1 = {a["id"]: a for a in records["alien_1"]["ambiguities"]}
     assert (alien_1["c_good_signals"]["term"], alien_1["c_good_signals"]["aliases"]) == (
-        "usable signals", ["good signals"],
+        "usable signals", ["good signals", "usable"],
     )  # fmt: skip
     # the knowledge-base name with its words and abbreviation apart, then the snippet's columns
     # (s.SnrRatio - 0.1 * ABS(s.NoiseFloorDbm): not the constant); "snqi" of the usable-signals
@@ -92,6 +93,7 @@ def test_annotations_become_ambiguities_with_their_snippets(official):
         "SNQI",
         "snr ratio",
         "noise floor dbm",
+        "quality",  # the term's part no other ambiguity has
     ]
     assert records["alien_1"]["source"]["term_origin"] == {
         "c_signal_quality": "annotation", "c_good_signals": "annotation_overlap"
@@ -111,10 +113,11 @@ def test_annotations_become_ambiguities_with_their_snippets(official):
     # ambiguity; alien_M_3's LIF has no phrase and folds into "observation quality", whose
     # snippet computes with ``lif`` (the entry's abbreviation); of the entry's name only "LIF"
     # is an alias there: "Lunar Interference Factor" holds the term "factors" of another one,
-    # and the snippet's other columns (aoi, point acc arc) are those of "factors" too
+    # and the snippet's other columns (aoi, point acc arc) are those of "factors" too; then
+    # the term's own parts, which no other ambiguity of the task has
     assert len(merged) == 9
     m_3 = {a["term"]: a for a in records["alien_M_3"]["ambiguities"]}
-    assert m_3["observation quality"]["aliases"] == ["LIF"]
+    assert m_3["observation quality"]["aliases"] == ["LIF", "quality", "observation"]
     assert knowledge_text(kb[9]) in m_3["observation quality"]["resolution"]
     # a FROM ... JOIN snippet: both tables and the column they are matched by
     alien_9 = {a["id"]: a for a in records["alien_9"]["ambiguities"]}
@@ -122,6 +125,8 @@ def test_annotations_become_ambiguities_with_their_snippets(official):
         "observatories",
         "telescopes",
         "observ station",
+        "sites",
+        "observation",
     ]
     # SET SignalClass = 'Weak': the column and the value
     m_1 = {a["id"]: a for a in records["alien_M_1"]["ambiguities"]}
