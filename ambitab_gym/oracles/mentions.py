@@ -182,6 +182,7 @@ class _Name:
     lemmas: tuple[str, ...]
     pattern: re.Pattern[str] | None
     in_request: bool = False  # made only of words the request uses
+    term: tuple[str, ...] = ()  # the lemmas of its ambiguity's term
 
 
 @dataclass(frozen=True, eq=False)  # one object per record (record_index): hashed by identity
@@ -237,14 +238,16 @@ def name_index(
     request_lemmas = tuple(w.lemma for w in words(request))
     compiled = []
     for ambiguity_id, group in names:
+        term = tuple(w.lemma for w in words(group[0])) if group else ()
         for name in group:
             n = _compile(ambiguity_id, name)
             if n is None:
                 continue
             if n.pattern is not None:
-                n = _Name(ambiguity_id, (), n.pattern, bool(n.pattern.search(request)))
+                n = _Name(ambiguity_id, (), n.pattern, bool(n.pattern.search(request)), term)
             else:
-                n = _Name(ambiguity_id, n.lemmas, None, set(n.lemmas) <= set(request_lemmas))
+                in_request = set(n.lemmas) <= set(request_lemmas)
+                n = _Name(ambiguity_id, n.lemmas, None, in_request, term)
             compiled.append(n)
     schema = tuple(
         dict.fromkeys(
@@ -328,12 +331,18 @@ def _restates(
 
 
 def _repeats(
-    lemmas: Sequence[str], a: int, b: int, request_words: set[str], at_least: int = 1
+    lemmas: Sequence[str],
+    a: int,
+    b: int,
+    request_words: set[str],
+    at_least: int = 1,
+    reworded: Sequence[str] = (),
 ) -> bool:
     """Whether the question repeats most of the request's content words outside ``[a, b)``
-    (and at least ``at_least`` of them)."""
+    (and at least ``at_least`` of them); the words ``reworded`` (the term an alias at
+    ``[a, b)`` stands for: "crowd" for "average attendance") count as repeated."""
     others = request_words - set(lemmas[a:b])
-    repeated = {x for x in lemmas[:a] + lemmas[b:] if x in others}
+    repeated = {x for x in [*lemmas[:a], *lemmas[b:], *reworded] if x in others}
     return bool(others) and len(repeated) >= max(at_least, _COVERAGE * len(others))
 
 
@@ -388,7 +397,7 @@ def _scan(text: str, index: NameIndex, asked: bool) -> tuple[Mention, ...]:
                 )
                 if not short and (echo or _restates(lemmas, a, b, index, request_words)):
                     continue
-            elif confirms and _repeats(lemmas, a, b, request_words):
+            elif confirms and _repeats(lemmas, a, b, request_words, reworded=name.term):
                 continue  # "You want the flights that leave from Denver?": read back, reworded
             key = (0 if quote else 1, start, start - end)
             keep(name.ambiguity_id, key)
