@@ -157,8 +157,13 @@ def test_cancelling_during_the_ramp_ends_the_run_and_closes_the_envs():
 
     async def go():
         task = asyncio.create_task(
-            run_units(_plan(log, env=CountingEnv), _units(100), concurrency=4,
-                      on_row=lambda row: None, start_interval_s=30.0)  # fmt: skip
+            run_units(
+                _plan(log, env=CountingEnv),
+                _units(100),
+                concurrency=4,
+                on_row=lambda row: None,
+                start_interval_s=30.0,
+            )  # fmt: skip
         )
         while not log:  # slot 0 is running (however loaded the machine), 1-3 wait 30-90 s
             await asyncio.sleep(0.01)
@@ -186,6 +191,9 @@ def test_ctrl_c_during_the_ramp_stops_the_campaign_loop():
             sent.append(time.monotonic())
             os.kill(os.getpid(), signal.SIGINT)
 
+    # Ctrl-C as a person's terminal delivers it: Python's own handler, whatever an earlier
+    # test's import (Ray, a trainer) installed in this process
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     watcher = threading.Thread(target=interrupt, daemon=True)
     watcher.start()
     try:
@@ -195,6 +203,7 @@ def test_ctrl_c_during_the_ramp_stops_the_campaign_loop():
     finally:
         done.set()
         watcher.join()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - sent[0] < 30.0  # before slot 1's start: the ramp was not waited
     assert {n for n, _, _ in log} == {0}
 
@@ -203,9 +212,7 @@ def test_slot_starts_number_the_slots_across_the_workers():
     interval = 0.001
     shares = [(k, *slot_starts(k, 2, interval)) for k in range(2)]
     # worker k's slot i starts at offset + i x step: the campaign's slot k + 2 i
-    starts = sorted(
-        (offset + i * step, k, i) for k, offset, step in shares for i in range(3)
-    )
+    starts = sorted((offset + i * step, k, i) for k, offset, step in shares for i in range(3))
     assert [k + 2 * i for _, k, i in starts] == [0, 1, 2, 3, 4, 5]
     assert [round(t, 6) for t, _, _ in starts] == [0.0, 0.001, 0.002, 0.003, 0.004, 0.005]
 
@@ -264,8 +271,15 @@ def test_process_workers_interleave_their_first_requests(timed_server, tmp_path)
     interval = 0.3
     with ProcessExecutor(workers=2, chunk=1) as executor, LLMClient(url, "m") as client:
         # workers started (and warm) before the timed run
-        run_campaign(_llm_config(8), tmp_path / "warm.duckdb", progress=False,
-                     llm_client=client, executor=executor, concurrency=4, start_interval_s=0)
+        run_campaign(
+            _llm_config(8),
+            tmp_path / "warm.duckdb",
+            progress=False,
+            llm_client=client,
+            executor=executor,
+            concurrency=4,
+            start_interval_s=0,
+        )
         server.script.latency_s = 1.5
         server.arrivals.clear()
         run_campaign(_llm_config(8), tmp_path / "proc.duckdb", progress=False, llm_client=client,
