@@ -8,6 +8,8 @@ cycle or a trust-boundary crossing.
 * :func:`find_json_object` - the first JSON object in a reply (bare, fenced or embedded).
 * :func:`json_loads` - ``json.loads``, read by orjson when it is installed (the same value).
 * :class:`CodeBlock` and :func:`code_blocks` - the Markdown code fences of a text.
+* :class:`ReplyTemplate` - a prompt's reply format and its ``<...>`` placeholders: whether a
+  reply copied a placeholder instead of filling it in (every LLM role's reader asks it).
 * :func:`extract_sql` - the one SQL-from-text reader: model replies (the LLM solver, the
   converters' model hooks) and dialogue answers (the leakage probes' solver).
 * :class:`SchemaNames`, :func:`schema_names` and :func:`schema_identifiers` - the table and
@@ -37,6 +39,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 __all__ = [
     "CodeBlock",
+    "PLACEHOLDER",
+    "ReplyTemplate",
     "SchemaNames",
     "code_blocks",
     "extract_sql",
@@ -282,6 +286,84 @@ def find_json_object(text: str) -> dict | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+# -- reply formats and their placeholders -----------------------------------------------------
+
+#: An angle-bracket slot of a prompt's reply format, such as ``<your one question>``.
+PLACEHOLDER = re.compile(r"<([^<>\n]+)>")
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> tuple[str, ...]:
+    """The words of ``text``, case folded: brackets, quotes, punctuation and spacing dropped."""
+    return tuple(_WORD.findall(text.casefold()))
+
+
+class ReplyTemplate:
+    """The reply format a prompt shows a model, and the placeholders (``<...>`` slots) in it.
+
+    A prompt writes ``text`` into its messages and its reply reader asks :meth:`echoes`, so the
+    placeholders the reader rejects are the ones the prompt shows (one source, no second list).
+    Small models copy the format instead of filling it in: ``{"output": "<your one question>"}``.
+
+    Attributes:
+        text: the format as the prompt shows it.
+        placeholders: its ``<...>`` slots, in order, each once.
+
+    Example:
+        >>> fmt = ReplyTemplate('to ask: {"type": "clarification", "output": "<your one question>"}')
+        >>> fmt.placeholders
+        ('<your one question>',)
+        >>> echoes = ("<your one question>", "  Your One QUESTION ", "<your one question>?",
+        ...           "Question: <your one question>", '"<Your one question>"')
+        >>> [fmt.echoes(t) for t in echoes]
+        [True, True, True, True, True]
+        >>> [fmt.echoes(t) for t in ("Which year? <your one question>", "Is x <= 5 a question?", "")]
+        [False, False, False]
+        >>> fmt.holds_placeholder("Which year? < your  one question >"), fmt.holds_placeholder("<b>")
+        (True, False)
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.placeholders = tuple(dict.fromkeys(m.group(0) for m in PLACEHOLDER.finditer(text)))
+        slots = {_words(p) for p in self.placeholders} - {()}
+        self._slots = sorted(slots, key=len, reverse=True)  # the longest slot first
+        self._words = frozenset(_words(text))
+
+    def __repr__(self) -> str:
+        return f"ReplyTemplate({self.text!r})"
+
+    def echoes(self, value: str) -> bool:
+        """Whether ``value`` copies the format instead of filling it in: once every placeholder
+        in it is removed (compared as words: case, whitespace, brackets, quotes and punctuation
+        ignored), nothing is left but words of the format itself (none, ``Question:``, ...).
+
+        A value that holds no placeholder is no echo; nor is an empty one (readers treat that
+        as empty already).
+        """
+        words = _words(value)
+        found = False
+        rest: list[str] = []
+        i = 0
+        while i < len(words):
+            for slot in self._slots:
+                if words[i : i + len(slot)] == slot:
+                    found = True
+                    i += len(slot)
+                    break
+            else:
+                rest.append(words[i])
+                i += 1
+        return found and all(word in self._words for word in rest)
+
+    def holds_placeholder(self, value: str) -> bool:
+        """Whether ``value`` holds one of the placeholders in angle brackets anywhere (a
+        reader that wants a verbatim copy of something else, such as an SQL segment, rejects
+        that too)."""
+        slots = set(self._slots)
+        return any(_words(m.group(1)) in slots for m in PLACEHOLDER.finditer(value))
 
 
 # -- SQL in text -----------------------------------------------------------------------------------

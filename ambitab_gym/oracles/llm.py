@@ -304,7 +304,8 @@ class LLMResponder:
             ``structured_output``).
 
     A reply that is not the requested JSON is used as plain text (counted in
-    ``parse_failures``); an empty one becomes the refusal.
+    ``parse_failures``); an empty one, or one that copies the format's placeholder
+    (``<your reply>``), becomes the refusal (counted the same way).
     """
 
     def __init__(

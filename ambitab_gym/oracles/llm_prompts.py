@@ -6,6 +6,9 @@
 * :func:`matcher_schema`, :func:`responder_schema` - JSON schemas for structured output.
 * :data:`ROLE_MARKERS` - a phrase every system prompt of the matcher and of the responder
   contains (scripted test servers route on it).
+* :data:`MATCHER_REPLY`, :data:`RESPONDER_REPLY` - the reply formats the prompts show, with
+  their ``<...>`` placeholders: a route argument or answer that copies one is unreadable
+  (:func:`prompt_echo`, :func:`parse_responder_output`).
 * :class:`MatcherAction` and :func:`parse_matcher_output` - the matcher's route
   ``labeled("term")``, ``unlabeled("sql segment")`` or ``unanswerable()``;
   :func:`matcher_rationale` - the reasoning it gave (recorded for the C.3 scorer).
@@ -24,9 +27,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ambitab_gym.textutil import find_json_object, json_loads, strip_thinking
+from ambitab_gym.textutil import ReplyTemplate, find_json_object, json_loads, strip_thinking
 
 __all__ = [
+    "MATCHER_REPLY",
+    "RESPONDER_REPLY",
     "ROLE_MARKERS",
     "MatcherAction",
     "NoteEntry",
@@ -48,6 +53,18 @@ ROLE_MARKERS = {
     "matcher": "route one clarifying question",
     "responder": "the person who wrote the database request",
 }
+
+
+# the routes and the reply object as the matcher's prompt writes them
+_LABELED = 'labeled("<term>")'
+_UNLABELED = 'unlabeled("<sql segment>")'
+_UNANSWERABLE = "unanswerable()"
+_MATCHER_JSON = '{"reasoning": "<one or two sentences>", "action": "<your action>"}'
+
+#: The matcher's reply format (its routes and JSON object) as its prompt shows it.
+MATCHER_REPLY = ReplyTemplate("\n".join((_LABELED, _UNLABELED, _UNANSWERABLE, _MATCHER_JSON)))
+#: The responder's reply format as its prompt shows it.
+RESPONDER_REPLY = ReplyTemplate('{"answer": "<your reply>"}')
 
 
 @dataclass(frozen=True)
@@ -137,13 +154,13 @@ def _matcher_static(
     """The matcher's system prompt and the user message up to (not including) the dialogue."""
     notes = OracleNotes(request, entries, context, segments, reference_sql)
     actions = [
-        '- labeled("<term>"): the question asks about one of the registered ambiguous points '
+        f"- {_LABELED}: the question asks about one of the registered ambiguous points "
         "listed below. Copy that point's term exactly as listed; if the question touches several, "
         "pick the one it is mainly about."
     ]
     if notes.segments:
         actions.append(
-            '- unlabeled("<sql segment>"): the question is about none of the registered points, '
+            f"- {_UNLABELED}: the question is about none of the registered points, "
             "but about something that really matters for writing the correct query. Copy the "
             "reference SQL segment that settles it."
         )
@@ -151,7 +168,7 @@ def _matcher_static(
     else:
         rest = "or is too vague to be about any of them"
     actions.append(
-        f"- unanswerable(): the question is about none of the registered points, {rest}: for "
+        f"- {_UNANSWERABLE}: the question is about none of the registered points, {rest}: for "
         "example off-topic, a request to write the query, or a question the user cannot decide."
     )
     system = f"""You route one clarifying question about a database request. An assistant who \
@@ -162,7 +179,7 @@ and choose exactly one action:
 A question does not need the exact words of a term to be about it; judge by meaning.
 
 Reply with exactly one JSON object and nothing else:
-{{"reasoning": "<one or two sentences>", "action": "<your action>"}}"""
+{_MATCHER_JSON}"""
     parts = [f"Request: {notes.request}"]
     if notes.context:
         parts.append(f"Database description:\n{notes.context}")
@@ -175,14 +192,14 @@ Reply with exactly one JSON object and nothing else:
     return system, "\n\n".join(parts)
 
 
-_RESPONDER = """You are the person who wrote the database request below, and an assistant has \
+_RESPONDER = f"""You are the person who wrote the database request below, and an assistant has \
 asked you one clarifying question about it. Answer the way a user would: briefly, in plain \
 words, and only about what was asked.
 - Say what you meant, following your notes; never contradict them and never add requirements.
 - Do not write or quote SQL, and do not explain how to build the query.
 - Do not ask questions back and do not show your reasoning.
 
-Reply with exactly one JSON object and nothing else: {"answer": "<your reply>"}"""
+Reply with exactly one JSON object and nothing else: {RESPONDER_REPLY.text}"""
 
 
 def responder_messages(
@@ -391,10 +408,8 @@ def matcher_rationale(text: str) -> str:
     return " ".join(_ACTION.sub(" ", text).replace("*", " ").split())
 
 
-#: Example texts of the prompts that a broken reply may copy instead of a real argument.
-PROMPT_EXAMPLES = ("term", "sql segment", "your action", "one or two sentences", "your reply")
-_PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$|<\s*(?:term|sql segment|your [a-z ]+)\s*>", re.I)
-
+_BRACKETED = re.compile(r"^\s*<[^<>]*>\s*$")  # a whole argument in angle brackets
+_ORACLE_REPLIES = (MATCHER_REPLY, RESPONDER_REPLY)
 
 _NON_WORD = re.compile(r"[^\w]+")
 
@@ -405,24 +420,30 @@ def _plain(text: str) -> str:
 
 def prompt_echo(argument: str, question: str = "") -> bool:
     """Whether a route argument is a placeholder or an echo of the prompt rather than an answer:
-    an angle-bracket placeholder (``<sql segment>``), one of the prompt's example texts
-    (:data:`PROMPT_EXAMPLES`), or the question copied back.
+    anything in angle brackets alone, a placeholder of the oracle's reply formats
+    (:data:`MATCHER_REPLY`, :data:`RESPONDER_REPLY`) in brackets anywhere in it, or with or
+    without brackets and nothing besides but format words (``Sql Segment``, ``term: <term>``),
+    or the question copied back.
 
     >>> prompt_echo("<sql segment>"), prompt_echo("Sql Segment"), prompt_echo("WHERE year = 2020")
     (True, True, False)
     >>> prompt_echo("Which year do you mean?", "Which year do you mean?")
     True
     """
-    if _PLACEHOLDER.search(argument):
+    if _BRACKETED.match(argument):
+        return True
+    if any(f.holds_placeholder(argument) or f.echoes(argument) for f in _ORACLE_REPLIES):
         return True
     plain = _plain(argument)
-    if not plain or plain in PROMPT_EXAMPLES:
+    if not plain:
         return True
     return bool(question) and plain == _plain(question)
 
 
 def parse_responder_output(text: str) -> str | None:
     """Read a responder reply: JSON ``answer``/``output``/``response``, else the plain text.
+    None when there is none, or when it copies the format's placeholder (``<your reply>``,
+    :data:`RESPONDER_REPLY`) instead of answering.
 
     >>> parse_responder_output('{"answer": "The five biggest spenders."}')
     'The five biggest spenders.'
@@ -430,13 +451,17 @@ def parse_responder_output(text: str) -> str | None:
     'Just the last year.'
     >>> parse_responder_output("<think>x</think>") is None
     True
+    >>> parse_responder_output('{"answer": "<your reply>"}') is None
+    True
     """
     text = strip_thinking(text or "")
     obj = find_json_object(text)
     if obj is not None:
         for key in ("answer", "output", "response", "reply"):
             value = obj.get(key)
-            if isinstance(value, str) and value.strip():
+            if isinstance(value, str) and value.strip() and not RESPONDER_REPLY.echoes(value):
                 return value.strip()
+        return None
+    if RESPONDER_REPLY.echoes(text):
         return None
     return text or None

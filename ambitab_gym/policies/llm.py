@@ -31,6 +31,7 @@ from ambitab_gym.llm.client import LLMMalformedResponse, response_format
 from ambitab_gym.llm.sampling import EpisodeKey, Sampling, current_episode, episode_scope
 from ambitab_gym.policies.llm_prompts import (
     ASKER_STRATEGIES,
+    SOLVER_REPLY,
     TaskTexts,
     asker_messages,
     asker_schema,
@@ -70,15 +71,21 @@ _SOLVER_FORMAT = response_format("final_sql", solver_schema())
 
 def solver_sql(reply: str) -> str | None:
     """The SQL of a solver reply as the env would read it in the SQL phase
-    (:func:`ambitab_gym.actions.read_sql_action`); None when the reply holds no SQL.
+    (:func:`ambitab_gym.actions.read_sql_action`); None when the reply holds no SQL, or when
+    its SQL copies a placeholder of the prompt's format (``<the SQL>``,
+    :data:`~ambitab_gym.policies.llm_prompts.SOLVER_REPLY`).
 
     >>> solver_sql("<think>Count them.</think>\\n```sql\\nSELECT COUNT(*) FROM staff\\n```")
     'SELECT COUNT(*) FROM staff'
     >>> solver_sql("I cannot write this query.") is None
     True
+    >>> solver_sql('{"reasoning": "r", "type": "final_sql", "output": "<the SQL>"}') is None
+    True
     """
     reading = read_sql_action(reply)
-    return reading.text if reading.read == "sql" else None
+    if reading.read != "sql" or SOLVER_REPLY.echoes(reading.text):
+        return None
+    return reading.text
 
 
 def clarification_action(question: str) -> str:
@@ -122,6 +129,8 @@ class LLMAsker:
             convention: :data:`~ambitab_gym.trajectory.FALLBACK_STOP`, which the env records as
             stop reason ``fallback`` and the scorer leaves out of recall and F1), ``raise`` (a
             ``malformed_output`` error) or ``question`` (the raw text is asked as the question).
+            A reply that copies the prompt's placeholder (``<your one question>``) is
+            unreadable too, and never asked: under ``question`` it is a fallback stop.
         max_tokens, temperature, seed: overrides of ``sampling``.
         structured: ask for schema-constrained JSON (default: the client's
             ``structured_output``).
@@ -248,7 +257,8 @@ class LLMSolver:
 
     The reply is read by :func:`solver_sql` (reasoning blocks dropped; the JSON form, a fenced
     query or SQL inside prose). A reply without recognisable SQL is returned as it is (the
-    verifier then fails it) and counted in ``stats["unreadable"]``.
+    verifier then fails it) and counted in ``stats["unreadable"]``; one that copies the
+    format's placeholder (``<the SQL>``) is counted too and submits no SQL (verdict ``no_sql``).
 
     Example:
         >>> from ambitab_gym.llm import LLMClient
@@ -309,7 +319,8 @@ class LLMSolver:
         sql = result.parsed
         if sql is None:  # verified as the env would verify it: without reasoning or fences
             self._counts.add("unreadable")
-            return read_sql_action(result.text).text
+            text = read_sql_action(result.text).text
+            return "" if SOLVER_REPLY.echoes(text) else text  # a placeholder is no SQL
         return sql
 
     def solve(self, view: PublicView) -> str:

@@ -8,6 +8,8 @@
 * :func:`is_refusal` - whether a visible answer declines to answer (the ledger's second list).
 * :data:`ROLE_MARKERS` - a phrase every system prompt of the asker and of the solver contains
   (scripted test servers route on it).
+* :data:`ASKER_REPLY`, :data:`SOLVER_REPLY` - the reply formats the prompts show, with their
+  ``<...>`` placeholders: a reply that copies one is unreadable.
 * :func:`asker_schema`, :func:`solver_schema` - JSON schemas for structured output
   (``response_format``), which keep small models to the expected JSON.
 * :class:`AskerOutput` and :func:`parse_asker_output` - the asker's reply, read by the one
@@ -33,13 +35,16 @@ from typing import Literal
 
 from ambitab_gym.actions import read_reply
 from ambitab_gym.oracles.base import REFUSAL
+from ambitab_gym.textutil import ReplyTemplate
 from ambitab_gym.trajectory import PublicView
 
 __all__ = [
+    "ASKER_REPLY",
     "ASKER_STRATEGIES",
     "DIALECT_NAMES",
     "MAX_PLAIN_QUESTION_CHARS",
     "ROLE_MARKERS",
+    "SOLVER_REPLY",
     "STRATEGIES",
     "AskerOutput",
     "AskerStrategy",
@@ -60,12 +65,22 @@ ROLE_MARKERS = {
     "solver": "write the final SQL query",
 }
 
+#: The solver's reply format as its prompt shows it; a reply whose SQL copies a placeholder of
+#: it (``<the SQL>``) holds no SQL (:func:`ambitab_gym.policies.llm.solver_sql`).
+SOLVER_REPLY = ReplyTemplate(
+    '{"reasoning": "<a few sentences: tables, joins, filters, grouping, and how the answers '
+    'shape them>", "type": "final_sql", "output": "<the SQL>"}'
+)
+
 #: Display names of SQL dialects.
 DIALECT_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "duckdb": "DuckDB"}
 
-_ASKER_OUTPUT = """Reply with exactly one JSON object and nothing else:
-- to ask: {"type": "clarification", "output": "<your one question>"}
-- to stop: {"type": "done", "output": null}"""
+#: The asker's reply format as its prompts show it; :func:`parse_asker_output` reads a reply that
+#: copies its placeholder (``<your one question>``) as unreadable, not as a question.
+ASKER_REPLY = ReplyTemplate("""- to ask: {"type": "clarification", "output": "<your one question>"}
+- to stop: {"type": "done", "output": null}""")
+
+_ASKER_OUTPUT = f"Reply with exactly one JSON object and nothing else:\n{ASKER_REPLY.text}"
 
 _ASKER_INTRO = (
     "You help a user sharpen a database request before a separate SQL writer turns it into a "
@@ -306,8 +321,7 @@ Rules:
 - Return the columns the request asks for, in the order it names them, and nothing more.
 
 Reply with exactly one JSON object and nothing else:
-{{"reasoning": "<a few sentences: tables, joins, filters, grouping, and how the answers shape \
-them>", "type": "final_sql", "output": "<the SQL>"}}"""
+{SOLVER_REPLY.text}"""
     return name, system
 
 
@@ -403,6 +417,10 @@ def parse_asker_output(text: str) -> AskerOutput:
     only one line ending in ``?`` (at most :data:`MAX_PLAIN_QUESTION_CHARS` characters) as its
     question; any other reply is ``invalid`` (its ``on_unreadable`` policy decides).
 
+    A reply that copies the format's placeholder (:data:`ASKER_REPLY`: ``<your one question>``,
+    alone or with nothing but format words around it, such as ``Question: <your one
+    question>?``) is no question: ``invalid`` with no text, so no policy asks it.
+
     >>> parse_asker_output('{"type": "clarification", "output": "Which year?"}')
     AskerOutput(kind='question', text='Which year?')
     >>> parse_asker_output('{"type": "done", "output": null}').kind
@@ -413,10 +431,15 @@ def parse_asker_output(text: str) -> AskerOutput:
     'stop'
     >>> parse_asker_output("I will now write SQL.").kind
     'invalid'
+    >>> parse_asker_output('{"type": "clarification", "output": "<your one question>"}')
+    AskerOutput(kind='invalid', text='')
     """
     reading = read_reply(text or "", phase="ask")
     if reading.read == "stop":
         return AskerOutput("stop")
+    found = reading.text or str(text or "").strip()
+    if ASKER_REPLY.echoes(found):  # the prompt's template copied back: not a question
+        return AskerOutput("invalid")
     if reading.read == "question" and reading.text:
         question = reading.text
         if reading.form == "json":
@@ -424,4 +447,4 @@ def parse_asker_output(text: str) -> AskerOutput:
         one_line = "\n" not in question and len(question) <= MAX_PLAIN_QUESTION_CHARS
         if one_line and question.endswith("?"):
             return AskerOutput("question", question)
-    return AskerOutput("invalid", reading.text or str(text or "").strip())
+    return AskerOutput("invalid", found)
