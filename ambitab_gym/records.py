@@ -36,6 +36,7 @@ __all__ = [
     "COUNTED_KINDS",
     "dump_records",
     "iter_records",
+    "json_error_text",
     "load_records",
     "parse_record",
 ]
@@ -238,6 +239,18 @@ def parse_record(data: dict, *, where: str = "record") -> TaskRecord:
         raise RecordError(f"{where} (record {record_id!r}): {_describe(error)}") from None
 
 
+def json_error_text(error: json.JSONDecodeError) -> str:
+    """A JSON error of one line as "what at column N" (some of json's messages end in "at").
+
+    >>> try:
+    ...     json.loads('{"id": "r1')
+    ... except json.JSONDecodeError as error:
+    ...     json_error_text(error)
+    'Unterminated string starting at column 8'
+    """
+    return f"{error.msg.removesuffix(' at')} at column {error.colno}"
+
+
 def iter_records(path: str | Path) -> Iterator[TaskRecord]:
     """Yield the records of a JSON Lines file, failing loudly on the first bad line.
 
@@ -269,7 +282,7 @@ def iter_records(path: str | Path) -> Iterator[TaskRecord]:
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as error:
-                message = f"{where}: invalid JSON ({error.msg} at column {error.colno})"
+                message = f"{where}: invalid JSON ({json_error_text(error)})"
                 raise RecordError(message) from None
             except RecursionError:
                 raise RecordError(f"{where}: invalid JSON (nested too deeply)") from None

@@ -140,6 +140,21 @@ def test_unknown_corpus_says_what_is_available(tmp_path, data_home):
         Corpus(tmp_path)
 
 
+def test_an_unknown_record_id_names_ids_to_use_instead():
+    """The corpus lookup ``--record`` goes through: close ids (else the first few) and the file
+    that lists them all."""
+    corpus = load_corpus(BUNDLED_DIR / "bird")
+    with pytest.raises(KeyError) as caught:
+        corpus.record("nope")
+    assert caught.value.args[0] == (
+        "corpus 'bird' has no record 'nope' (ids look like 'bird-0001', 'bird-0002', "
+        f"'bird-0003'; the {len(corpus)} record ids are the 'id' fields of "
+        f"{corpus.path / 'records.jsonl'})"
+    )
+    with pytest.raises(KeyError, match=r"closest ids: 'bird-00\d1'"):
+        corpus.record("bird-001")
+
+
 # -- no surprise lookups: a folder in the working directory named like a corpus is ignored ------
 
 DECOYS = ("ambiqt", "AmbiTab-AmbiQT-v0", "taco", "AmbiTab-TACO-v0")

@@ -457,6 +457,22 @@ def test_cli_validate_unloadable_records_exits_1(tmp_path, capsys):
     assert "[schema]" in out and "invalid JSON" in out and "[checksum]" in out
 
 
+def test_a_cut_record_line_is_named_once_with_its_column(tmp_path, capsys):
+    """json says "Unterminated string starting at"; the message reads "... at column 8"."""
+    folder = copy_corpus("bird", tmp_path)
+    path = folder / "records.jsonl"
+    path.write_text('{"id": "r1', "utf-8")  # the last line, cut short
+    assert main(["validate", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "records.jsonl:1: invalid JSON (Unterminated string starting at column 8)" in out
+    assert main(["evaluate", str(folder), "--results", str(tmp_path / "r.duckdb")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"ambitab-gym evaluate: {path}:1: invalid JSON (Unterminated string starting at column 8)\n"
+    )
+    assert "at at" not in out + err
+
+
 @pytest.mark.parametrize("reference", ["AmbiTab-Nothing-v0", "no_such_corpus"])
 def test_cli_validate_unknown_corpus_exits_2(reference, capsys):
     assert main(["validate", reference]) == 2
@@ -467,6 +483,18 @@ def test_cli_validate_unknown_corpus_exits_2(reference, capsys):
 def test_cli_validate_folder_without_manifest_exits_2(tmp_path, capsys):
     assert main(["validate", str(tmp_path)]) == 2
     assert "manifest.json is missing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["validate", "evaluate"])
+def test_a_folder_that_does_not_exist_is_named_as_such(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([command, "./no_such_corpus"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"ambitab-gym {command}: no such folder: ./no_such_corpus (give a corpus folder, an env "
+        "id or a corpus name; `ambitab-gym list` shows the corpora)\n"
+    )
+    assert not (tmp_path / "no_such_corpus").exists()
 
 
 def test_every_check_has_a_breaking_test():

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import logging
@@ -158,7 +159,7 @@ class Corpus:
         self.options = dict(options or {})
         manifest_path = self.path / "manifest.json"
         if not manifest_path.is_file():
-            raise CorpusNotFound(f"{self.path} is not a corpus folder: manifest.json is missing")
+            raise CorpusNotFound(_not_a_corpus_folder(self.path))
         try:
             self.manifest = Manifest.model_validate(json.loads(manifest_path.read_text("utf-8")))
         except (ValidationError, json.JSONDecodeError) as error:
@@ -209,11 +210,30 @@ class Corpus:
         return f"Corpus({self.name!r}, records={len(self.records)}, origin={self.origin!r})"
 
     def record(self, record_id: str) -> TaskRecord:
-        """The record with this id."""
+        """The record with this id.
+
+        Raises:
+            KeyError: no such record (the message names close or sample ids, see
+                :meth:`record_hint`).
+        """
         try:
             return self._by_id[record_id]
         except KeyError:
-            raise KeyError(f"corpus {self.name!r} has no record {record_id!r}") from None
+            message = (
+                f"corpus {self.name!r} has no record {record_id!r} ({self.record_hint(record_id)})"
+            )
+            raise KeyError(message) from None
+
+    def record_hint(self, record_id: object) -> str:
+        """What to give instead of an unknown record id: the closest ids (else the first
+        few) and the file whose ``id`` fields list them all."""
+        close = difflib.get_close_matches(str(record_id), list(self._by_id), n=3)
+        if close:
+            ids = "closest ids: " + ", ".join(repr(i) for i in close)
+        else:
+            ids = "ids look like " + ", ".join(repr(r.id) for r in self.records[:3])
+        where = self.path / self.manifest.records.file
+        return f"{ids}; the {len(self.records)} record ids are the 'id' fields of {where}"
 
     @property
     def splits(self) -> list[str]:
@@ -338,6 +358,19 @@ def is_path_reference(reference: str | os.PathLike) -> bool:
     return os.path.isabs(text) or text.startswith((".", "~")) or any(s in text for s in separators)
 
 
+def _not_a_corpus_folder(path: Path, shown: str | os.PathLike | None = None) -> str:
+    """Why ``path`` (given as a corpus folder, written ``shown``) is not one: nothing there, a
+    file, or a folder without a manifest."""
+    if not path.exists():
+        return (
+            f"no such folder: {shown or path} (give a corpus folder, an env id or a corpus name; "
+            "`ambitab-gym list` shows the corpora)"
+        )
+    if not path.is_dir():
+        return f"{path} is a file, not a corpus folder (a folder holding manifest.json)"
+    return f"{path} is not a corpus folder: manifest.json is missing"
+
+
 def resolve_corpus(reference: str | os.PathLike) -> tuple[Path, str]:
     """The folder and origin (``path``, ``built`` or ``bundled``) a reference names.
 
@@ -364,7 +397,7 @@ def resolve_corpus(reference: str | os.PathLike) -> tuple[Path, str]:
     if is_path_reference(reference):
         path = Path(reference).expanduser()
         if not (path / "manifest.json").is_file():
-            raise CorpusNotFound(f"{path} is not a corpus folder: manifest.json is missing")
+            raise CorpusNotFound(_not_a_corpus_folder(path, reference))
         return path.resolve(), "path"
     name = corpus_name(str(reference))
     for folder, origin in ((built_corpora_dir() / name, "built"), (BUNDLED_DIR / name, "bundled")):

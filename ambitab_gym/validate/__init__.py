@@ -24,7 +24,7 @@ from ambitab_gym.corpora.corpus import (
     Manifest,
     resolve_corpus,
 )
-from ambitab_gym.records import RecordError, parse_record
+from ambitab_gym.records import RecordError, json_error_text, parse_record
 from ambitab_gym.validate.checks import (
     CHECKS,
     Violation,
@@ -122,7 +122,7 @@ def _scan_records(path: Path) -> list[Violation]:
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as error:
-                message = f"{path.name}:{number}: invalid JSON ({error.msg})"
+                message = f"{path.name}:{number}: invalid JSON ({json_error_text(error)})"
                 out.append(Violation(None, "schema", message))
                 continue
             raw_id = data.get("id") if isinstance(data, dict) else None
