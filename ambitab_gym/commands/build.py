@@ -20,12 +20,15 @@ from pathlib import Path
 
 __all__ = ["register", "run"]
 
+_PROG = "ambitab-gym build"
+
 _EXTRA_HELP = """
 sources and what --source expects:
   ambiqt         an AmbiQT checkout (benchmark/col-synonyms/*.json); --databases: Spider's database/
   ew-bird        BIRD's dev/ or train/ folder (dev.json, dev_tables.json, dev_databases/)
   ambrosia       Ambrosia's ambrosia.csv (databases are built from its db_dump column)
-  taco           the TACO-Benchmark checkout (us/, beijing/), one split folder or its data/
+  taco           the TACO-Benchmark checkout (us/, beijing/) or the repository root holding
+                 it, one split folder or its data/
   bird-interact  the BIRD-Interact task JSONL (database folders beside it, or --databases)
   bird           released AmbiTab-Bird records (JSONL); --databases: BIRD's databases
 
@@ -94,13 +97,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run a build; returns 0 on success, 1 when it failed or did not validate."""
+    """Run a build; returns 0 on success, 1 when it failed or did not validate, 2 for a wrong
+    command line (a path option naming nothing, an unreachable model server)."""
     from ambitab_gym.convert.builder import BuildReport, build_corpus, corpus_for_source
     from ambitab_gym.convert.common import BuildError, BuildOptions
 
     if bool(args.llm_url) != bool(args.model):
-        print("error: --llm-url and --model go together", file=sys.stderr)
+        print(f"{_PROG}: --llm-url and --model go together", file=sys.stderr)
         return 2
+    for option, path in (
+        ("--source", args.source and args.source.expanduser()),
+        ("--databases", args.databases and args.databases.expanduser()),
+        ("--responses", args.responses),
+        ("--ground-truth", args.ground_truth),
+    ):
+        if path is not None and not path.exists():
+            print(f"{_PROG}: {option} {path} does not exist", file=sys.stderr)
+            return 2
     if args.llm_url and (status := _check_server(args.llm_url, args.model)):
         return status
     options = BuildOptions(
@@ -137,7 +150,7 @@ def _check_server(url: str, model: str) -> int:
     try:
         preflight([client], concurrency=1, fixed=True, prog="ambitab-gym build")
     except LLMServiceError as error:
-        print(f"ambitab-gym build: {error}", file=sys.stderr)
+        print(f"{_PROG}: {error}", file=sys.stderr)
         return 2
     finally:
         client.close()
@@ -166,7 +179,7 @@ def _print(report, *, as_json: bool) -> None:
             )
         print("\n".join(lines), file=sys.stderr if as_json else sys.stdout)
     else:
-        print(f"error: {report.error}", file=sys.stderr)
+        print(f"{_PROG}: {report.error}", file=sys.stderr)
         for violation in report.violations[:20]:
             print(
                 f"  {violation['record_id']}: {violation['check']}: {violation['message']}",

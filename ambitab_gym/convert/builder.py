@@ -479,6 +479,13 @@ def build_corpus(
         options.databases = Path(options.databases).expanduser()
         if not options.databases.exists():
             raise BuildError(f"--databases {options.databases} does not exist")
+    extra = options.extra or {}
+    for option, given in (
+        ("--responses", options.responses),
+        ("--ground-truth", extra.get("ground_truth")),
+    ):
+        if given is not None and not Path(given).exists():
+            raise BuildError(f"{option} {given} does not exist")
     target = Path(out).expanduser() if out is not None else built_corpora_dir() / corpus
     target = target.resolve()
     _check_out(target)

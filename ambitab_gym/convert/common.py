@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ambitab_gym.errors import ConversionError
-from ambitab_gym.records import CompareRules, TaskRecord
+from ambitab_gym.records import CompareRules, TaskRecord, json_error_text
 
 # The term rules live in ambitab_gym.terms (validate shares them); re-exported here.
 from ambitab_gym.terms import INSTRUCTIONS as INSTRUCTIONS
@@ -55,6 +55,7 @@ __all__ = [
     "Workspace",
     "compare_for",
     "malformed",
+    "plain_text",
     "progress",
     "read_json_or_jsonl",
     "seeded_rng",
@@ -73,6 +74,18 @@ MALFORMED: tuple[type[Exception], ...] = (
     AttributeError,
     IndexError,
 )
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without ANSI terminal codes (sqlglot underlines the failing token with them).
+
+    >>> plain_text("SELECT FROM \x1b[4mWHERE\x1b[0m (")
+    'SELECT FROM WHERE ('
+    """
+    return _ANSI.sub("", text)
 
 
 def malformed(key: str, error: Exception) -> Drop:
@@ -111,8 +124,8 @@ class Drop:
     group: str = ""  # the item's kind for per-kind reports (Ambrosia: its ambiguity type)
 
     def as_dict(self) -> dict[str, str]:
-        """JSON form (one line of ``dropped.jsonl``)."""
-        out = {"item": self.item, "reason": self.reason, "detail": self.detail}
+        """JSON form (one line of ``dropped.jsonl``; no terminal codes in the detail)."""
+        out = {"item": self.item, "reason": self.reason, "detail": plain_text(self.detail)}
         if self.group:
             out["group"] = self.group
         return out
@@ -288,7 +301,7 @@ def read_json_or_jsonl(path: str | Path) -> list[Any]:
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError as error:
-            raise BuildError(f"{path}:{number}: invalid JSON ({error.msg})") from None
+            raise BuildError(f"{path}:{number}: invalid JSON ({json_error_text(error)})") from None
     return out
 
 

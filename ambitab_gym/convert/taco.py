@@ -10,8 +10,9 @@ Upstream layout (one tree per split, ``us/`` and ``beijing/``)::
     <split>/data/new_sql_cross/<db1>_<db2>/*.json      cross-database queries
 
 Query fields: ``sql, problem_description, natural_language_query, results`` (0 or rows),
-``"sql skeleton", database, tables``. ``--source`` is the checkout (holding the split folders),
-one split folder, or its ``data/`` folder; database names may hold spaces and dots.
+``"sql skeleton", database, tables``. ``--source`` is the checkout (holding the split folders)
+or the repository root holding it (``TACO-Benchmark/``), one split folder, or its ``data/``
+folder; database names may hold spaces and dots.
 
 The paper's pool is the **US single-table SELECTs**: only the ``us`` split is converted by default
 (other splits' files are counted as ``split_not_converted``; ``BuildOptions.extra["taco_splits"]``
@@ -67,6 +68,7 @@ from ambitab_gym.convert.common import (
     compare_for,
     find_term,
     is_stop_word,
+    plain_text,
     progress,
     sha256_file,
     slug,
@@ -93,6 +95,8 @@ QUERY_FOLDERS: tuple[tuple[str, str], ...] = (
     ("new_sql_single", "sql"),
 )
 CROSS_FOLDER = "new_sql_cross"
+#: the folder of TACO's repository root that holds the split folders
+REPOSITORY_FOLDER = "TACO-Benchmark"
 #: record split of each upstream split
 SPLIT_NAMES = {"us": "all"}
 
@@ -344,7 +348,8 @@ class _Split:
 
 
 def _splits(source: Path) -> list[_Split]:
-    """The split trees under ``--source`` (checkout, split folder or data folder)."""
+    """The split trees under ``--source`` (checkout or the repository root holding it, split
+    folder or data folder)."""
 
     def is_data(folder: Path) -> bool:
         return folder.is_dir() and any(
@@ -356,6 +361,8 @@ def _splits(source: Path) -> list[_Split]:
         return [_Split(source.name, source / "data")]
     if is_data(source):
         return [_Split(source.parent.name, source)]
+    if (source / REPOSITORY_FOLDER).is_dir():  # the repository's root holds the checkout
+        return _splits(source / REPOSITORY_FOLDER)
     return [
         _Split(child.name, child / "data")
         for child in sorted(source.iterdir())
@@ -527,7 +534,7 @@ def _read_query(
     try:
         statements = [t for t in sqlglot.parse(sql, read="sqlite") if t is not None]
     except SqlglotError as error:
-        message = " ".join(str(error).split())
+        message = " ".join(plain_text(str(error)).split())  # sqlglot underlines with ANSI codes
         return Drop(key, "unparsable_sql", f"field 'sql': {type(error).__name__}: {message}"[:300])
     if len(statements) != 1:
         return Drop(
@@ -806,9 +813,10 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     """Convert TACO-Benchmark's tree (see the module docstring).
 
     Args:
-        options: ``source`` is the TACO-Benchmark checkout, one split folder (``us/``) or its
-            ``data/`` folder; ``databases`` a folder of ``<db>/<db>.db`` when the databases live
-            elsewhere; ``extra["taco_splits"]`` the splits to convert (default ``["us"]``).
+        options: ``source`` is the TACO-Benchmark checkout (or the repository root holding
+            it), one split folder (``us/``) or its ``data/`` folder; ``databases`` a folder of
+            ``<db>/<db>.db`` when the databases live elsewhere; ``extra["taco_splits"]`` the
+            splits to convert (default ``["us"]``).
         workspace: where the databases are registered.
     """
     source = options.source

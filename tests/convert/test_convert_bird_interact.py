@@ -561,3 +561,24 @@ def test_preprocess_cleanup_tests_and_solution_items_are_carried(tmp_path, caplo
         assert rows.rows == [("Alpine Ridge",)]
     finally:
         verifier.close()
+
+
+def test_a_missing_ground_truth_file_is_one_line_and_exit_2(tmp_path, capsys):
+    from ambitab_gym.cli import main
+    from ambitab_gym.convert import BuildOptions, build_corpus
+    from ambitab_gym.convert.common import BuildError
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"instance_id": "alien_1"}\n', "utf-8")
+    missing = tmp_path / "MISSING.jsonl"
+    out = tmp_path / "c"
+    args = ["build", "bird-interact", "--source", str(tasks), "--ground-truth", str(missing)]
+    assert main([*args, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"ambitab-gym build: --ground-truth {missing} does not exist\n"
+    assert captured.out == "" and not out.exists()
+    # the library (and `download bird-interact --ground-truth`) says the same, no traceback
+    options = BuildOptions(source=tasks, extra={"ground_truth": missing})
+    with pytest.raises(BuildError, match=r"^--ground-truth .*MISSING\.jsonl does not exist$"):
+        build_corpus("bird-interact", options, out=out)
+    assert not out.exists()

@@ -164,3 +164,19 @@ def test_a_malformed_upstream_item_is_dropped_not_fatal(tmp_path):
     assert report["dropped"] == {"malformed_item": 1}
     (drop,) = read_jsonl(tmp_path / "c" / "dropped.jsonl")
     assert drop == {"item": "dev.json#3", "reason": "malformed_item", "detail": "KeyError: 'SQL'"}
+
+
+def test_a_failed_build_names_the_command_like_the_others(tmp_path, capsys):
+    from ambitab_gym.cli import main
+
+    source, databases = released_file(tmp_path, break_avt=False)
+    foreign = tmp_path / "photos"
+    foreign.mkdir()
+    (foreign / "holiday.jpg").write_bytes(b"\xff\xd8")
+    args = ["build", "bird", "--source", str(source), "--databases", str(databases)]
+    assert main([*args, "--out", str(foreign)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ambitab-gym build: ") and "not a corpus folder" in err
+    assert "error:" not in err
+    assert main(["build", "bird", "--source", str(source), "--llm-url", "http://x"]) == 2
+    assert capsys.readouterr().err == "ambitab-gym build: --llm-url and --model go together\n"

@@ -345,3 +345,29 @@ def test_a_folder_that_is_not_a_taco_tree_is_refused(tmp_path):
         "taco", "--source", str(tmp_path / "empty"), "--out", str(tmp_path / "x")
     )
     assert status == 1 and "no TACO split" in report["error"]
+
+
+def test_the_repository_root_holding_the_checkout_is_accepted(tmp_path):
+    """A clone of TACO's repository holds the checkout as ``TACO-Benchmark/``."""
+    whole, _ = build(tmp_path, "whole")
+    root = tmp_path / "clone"
+    write_taco(root / "TACO-Benchmark")
+    from_root, report = build(tmp_path, "from_root", source=root)
+    assert tree_bytes(whole)["records.jsonl"] == tree_bytes(from_root)["records.jsonl"]
+    assert report["records"] == 10
+
+
+def test_a_parse_error_is_recorded_without_terminal_codes(tmp_path):
+    """sqlglot underlines the failing token with ANSI codes; dropped.jsonl holds plain text."""
+    root = source_tree(tmp_path)
+    path = root / "us" / "data" / NL / CRASH_DB / "generated_nl_query_99.json"
+    path.write_text(json.dumps({"sql": "SELECT FROM WHERE (", "results": [[1]]}), "utf-8")
+    with pytest.raises(sqlglot.errors.ParseError, match="\x1b\\["):  # sqlglot's own message
+        sqlglot.parse("SELECT FROM WHERE (", read="sqlite")
+    out, _ = build(tmp_path, source=root)
+    text = (out / "dropped.jsonl").read_text("utf-8")
+    assert "\x1b" not in text
+    drop = {d["item"]: d for d in read_jsonl(out / "dropped.jsonl")}[
+        f"us/data/{NL}/{CRASH_DB}/generated_nl_query_99.json"
+    ]
+    assert drop["reason"] == "unparsable_sql" and "SELECT FROM WHERE (" in drop["detail"]
