@@ -114,7 +114,9 @@ def test_default_path_campaign_filter_and_stdout(results, capsys):
     assert "wrote 24 episode(s) of 1 campaign(s) to standard output" in captured.err
 
     capsys.readouterr()
-    assert main(["export", str(results), "--campaign", first, "--campaign", second, "--out", "-"]) == 0
+    assert (
+        main(["export", str(results), "--campaign", first, "--campaign", second, "--out", "-"]) == 0
+    )
     assert len(capsys.readouterr().out.splitlines()) == 48
 
 
@@ -146,7 +148,7 @@ def test_failures_are_usage_errors(results, tmp_path, capsys):
 
     assert main(["export", str(results), "--campaign", "zzzz", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert "no campaign in the results file match 'zzzz'" in err
+    assert "no campaign in the results file matches 'zzzz'" in err
     assert all(c in err for c in _campaign_ids(results))  # names the ones there are
     assert not (tmp_path / "x").exists()
 
@@ -219,9 +221,7 @@ def test_datasets_loader_reads_the_export(results, tmp_path):
         want = expected[tuple(row[k] for k in KEY)]
         for column in ("success", "precision", "recall", "f1", "stop_reason", "verdict_reason"):
             assert row[column] == want[column]
-        assert [t["question"] for t in row["dialogue"]] == [
-            t["question"] for t in want["dialogue"]
-        ]
+        assert [t["question"] for t in row["dialogue"]] == [t["question"] for t in want["dialogue"]]
         assert [sorted(t["credits"]) for t in row["dialogue"]] == [
             sorted(t["credits"]) for t in want["dialogue"]
         ]
@@ -275,3 +275,31 @@ def test_loader_names_a_missing_file(tmp_path):
     pytest.importorskip("datasets")
     with pytest.raises(ValueError, match="no export file at"):
         load_dataset(tmp_path / "missing.jsonl")
+
+
+def test_the_export_is_as_readable_as_the_report(tmp_path, capsys):
+    """0666 less the umask, as the report's files (a temporary file alone would be 0600)."""
+    import os
+    import stat
+
+    results = tmp_path / "r.duckdb"
+    with ResultsStore(results) as store:
+        store.add_campaign("c1", {"asker": "full"}, kind="evaluate", corpus="bird")
+        for condition in ("none", "asker", "full"):
+            store.add_episode(
+                {"campaign_id": "c1", "condition": condition, "seed": 0, "record_id": "r1",
+                 "success": 1.0, "precision": 1.0, "recall": 1.0, "f1": 1.0, "dialogue": []}
+            )  # fmt: skip
+    old = os.umask(0o022)
+    try:
+        assert main(["export", str(results), "--out", str(tmp_path / "a.jsonl")]) == 0
+        assert main(["report", str(results), "--out", str(tmp_path / "rep"), "--no-figures"]) == 0
+        os.umask(0o027)
+        assert main(["export", str(results), "--out", str(tmp_path / "b.jsonl")]) == 0
+    finally:
+        os.umask(old)
+    capsys.readouterr()
+    mode = stat.S_IMODE
+    assert mode((tmp_path / "a.jsonl").stat().st_mode) == 0o644
+    assert mode((tmp_path / "rep" / "report.html").stat().st_mode) == 0o644
+    assert mode((tmp_path / "b.jsonl").stat().st_mode) == 0o640

@@ -318,7 +318,7 @@ def test_campaign_selection(campaign_file, tmp_path, capsys):
     assert_row_matches(rows[ids[0]], expected_figures(stored_rows(path, ids[0])))
 
     assert main(["report", str(path), "--out", str(out), "--campaign", "nosuchid"]) == 2
-    assert "no campaign in the results file match 'nosuchid'" in capsys.readouterr().err
+    assert "no campaign in the results file matches 'nosuchid'" in capsys.readouterr().err
     assert main(["report", str(path), "--campaign", "leak", "--out", str(out)]) == 2
     assert "nothing to report" in capsys.readouterr().err
 
@@ -412,7 +412,7 @@ def test_leakage_table_and_figure(leakage_file, tmp_path, capsys):
         assert float(cell["hi"]) == pytest.approx(100 * interval.hi, abs=1e-9), name
         assert int(cell["units"]) == interval.units > 0, name
         assert cell["text"].startswith(f"{100 * interval.mean:.2f} ± {100 * diagnostic.sd:.2f}")
-        assert f"{interval.units} clusters" in cell["text"]
+        assert cell["text"].endswith(f"· {interval.units} cluster{'s' * (interval.units != 1)}")
     assert cells[8]["text"] == "ok"
 
     # dJ_resp by hand from the stored rows: SR(asker:actual) - SR(asker:hybrid), seeds pooled
@@ -487,3 +487,32 @@ def test_success_panel_bars_side_by_side(groups):
 
     errorbars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
     assert len(errorbars) == len(entries)  # the asker's SD over the two seeds, per slot
+
+
+def test_one_bootstrap_cluster_is_singular(tmp_path, capsys):
+    """One AVT resampled: the interval's note says "1 cluster", not "1 clusters"."""
+    path = tmp_path / "one.duckdb"
+    leakage = ["leakage", "AmbiTab-TACO-v0", "--asker", "generic", "--limit", "1"]
+    leakage += ["--resamples", "20", "--results", str(path), "--no-progress"]
+    assert main(leakage) == 0
+    out = tmp_path / "report"
+    assert main(["report", str(path), "--out", str(out), "--no-figures", "--no-browser"]) == 0
+    capsys.readouterr()
+    cells = [c for row in leakage_rows(out / "report.html").values() for c in row[4:8]]
+    assert cells and all(c["units"] == "1" for c in cells)
+    assert all(c["text"].endswith("· 1 cluster") for c in cells if c["lo"] != "None")
+    assert "1 clusters" not in (out / "report.html").read_text("utf-8")
+
+
+def test_an_export_file_is_named_as_such(hand_file, tmp_path, capsys):
+    export = tmp_path / "hand.jsonl"
+    assert main(["export", str(hand_file), "--out", str(export)]) == 0
+    before = export.read_bytes()
+    capsys.readouterr()
+    assert main(["report", str(export), "--out", str(tmp_path / "rep")]) == 2
+    assert capsys.readouterr().err == (
+        f"ambitab-gym report: {export} is a JSON Lines export (`ambitab-gym export` writes one), "
+        "not a results file: give the DuckDB results file it was exported from (the --results "
+        "file of `ambitab-gym evaluate`, by default <data home>/results/ambitab-results.duckdb)\n"
+    )
+    assert export.read_bytes() == before and not (tmp_path / "rep").exists()

@@ -147,12 +147,29 @@ def export_jsonl(
         ) as handle:
             partial = handle.name
             count = write_jsonl(rows, handle)
+        # a temporary file is created 0600; the export is as readable as any file written
+        # plainly (the report's files): 0666 less the umask
+        os.chmod(partial, 0o666 & ~_umask())
         os.replace(partial, path)
     except BaseException:
         if partial:
             Path(partial).unlink(missing_ok=True)
         raise
     return ExportSummary(path=path, episodes=count, campaigns=tuple(chosen))
+
+
+def _umask() -> int:
+    """The process's file-creation mask: from ``/proc`` on Linux, else by setting it and
+    restoring it (for a moment process-wide)."""
+    try:
+        for line in Path("/proc/self/status").read_text("ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def load_dataset(path: str | Path, *, cache_dir: str | Path | None = None) -> Any:

@@ -228,8 +228,9 @@ def select_campaigns(store: ResultsStore, campaign_ids: Iterable[str] | None = N
             if len(hits) != 1:
                 known = ", ".join(c["campaign_id"] for c in every) or "none"
                 what = "no campaign" if not hits else f"{len(hits)} campaigns"
+                verb = "matches" if not hits else "match"
                 raise ConfigurationError(
-                    f"{what} in the results file match {wanted!r} (campaigns: {known})"
+                    f"{what} in the results file {verb} {wanted!r} (campaigns: {known})"
                 )
             if hits[0] not in chosen:
                 chosen.append(hits[0])
@@ -410,7 +411,8 @@ def _leakage_cell(cell: Mapping[str, Any]) -> str:
     attrs = " ".join(f'data-{key}="{cell[key]!r}"' for key in ("mean", "sd", "lo", "hi", "units"))
     text = f"{cell['mean']:.2f} ± {cell['sd'] or 0.0:.2f}"
     if cell["lo"] is not None and cell["hi"] is not None:
-        text += f'<br><span class="ci">[{cell["lo"]:.2f}, {cell["hi"]:.2f}] · {cell["units"]} clusters</span>'
+        clusters = "1 cluster" if cell["units"] == 1 else f"{cell['units']} clusters"
+        text += f'<br><span class="ci">[{cell["lo"]:.2f}, {cell["hi"]:.2f}] · {clusters}</span>'
     return f"<td {attrs}>{text}</td>"
 
 

@@ -217,6 +217,28 @@ class ResultsFileError(StoreError, RuntimeError):
     """
 
 
+def _refuse_other_files(path: Path) -> None:
+    """Fail when ``path`` is a JSON file, such as an export (DuckDB would open it as a database
+    of one table and find no campaign in it); DuckDB itself refuses other files.
+
+    Raises:
+        ResultsFileError: naming what the file is and what to give instead.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(64)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return  # created (or refused by DuckDB) below
+    except OSError as error:
+        raise ResultsFileError(f"cannot read results file {path}: {error}") from None
+    if head[8:12] != b"DUCK" and head.lstrip()[:1] in (b"{", b"["):  # not DuckDB's magic
+        raise ResultsFileError(
+            f"{path} is a JSON Lines export (`ambitab-gym export` writes one), not a results "
+            "file: give the DuckDB results file it was exported from (the --results file of "
+            "`ambitab-gym evaluate`, by default <data home>/results/ambitab-results.duckdb)"
+        )
+
+
 class ResultsStore:
     """A DuckDB results file.
 
@@ -239,6 +261,7 @@ class ResultsStore:
 
     def __init__(self, path: str | Path, *, flush_every: int = 256, flush_seconds: float = 2.0):
         self.path = Path(path)
+        _refuse_other_files(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = duckdb.connect(str(self.path))
@@ -421,11 +444,7 @@ class ResultsStore:
         values = []
         for column, cast in zip(EPISODE_COLUMNS, self._casts, strict=True):
             value = row.get(column)
-            if (
-                column in _JSON_COLUMNS
-                and value is not None
-                and not isinstance(value, str)
-            ):
+            if column in _JSON_COLUMNS and value is not None and not isinstance(value, str):
                 value = json.dumps(value, ensure_ascii=False)
             elif value is not None and not isinstance(value, str):
                 value = cast(value)  # one Python type per column: the column's list binds as one
