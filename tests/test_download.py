@@ -367,7 +367,11 @@ def test_all_fetches_what_is_allowed_and_skips_the_rest(capsys, data_home, serve
     assert [f["source"] for f in result["failed"]] == ["bird-train"]
     assert "after 100 of" in result["failed"][0]["error"]
     assert {s["source"] for s in result["skipped"]} == {"taco", "ambrosia", "ambitab-bird"}
-    assert "skipped taco" in err and "skipped ambrosia" in err and "error: bird-train" in err
+    assert (
+        "skipped taco" in err
+        and "skipped ambrosia" in err
+        and "ambitab-gym download: bird-train" in err
+    )
     assert not server.requests("/taco/taco.zip")  # no consent, no request
     assert not (up / "bird-train").exists()
 
@@ -440,3 +444,39 @@ def test_a_complete_partial_file_is_verified_not_fetched_again(tmp_path, server)
 def test_an_unreachable_server_names_the_url(tmp_path):
     with http_client(timeout=5) as client, pytest.raises(DownloadError, match="127.0.0.1:9"):
         fetch("http://127.0.0.1:9/x.zip", tmp_path / "x.zip", client=client)
+
+
+def test_a_failed_download_prints_json_and_the_offline_ways_in(capsys, data_home):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        base = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    status, out, err = run(capsys, "bird-dev", "--url-base", base, "--json", "--timeout", "5")
+    assert status == 1
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["reports"] == [] and result["skipped"] == []
+    (failed,) = result["failed"]
+    assert failed["source"] == "bird-dev"
+    assert f"cannot download {base}/bird-dev/dev.zip" in failed["error"]
+    pinned = get_source("bird-dev").artifacts[0].url
+    assert failed["hint"] == (
+        f"offline or blocked? fetch {pinned} elsewhere and install it with `ambitab-gym "
+        "download bird-dev --file PATH`, or fetch from a mirror with --url-base URL (or "
+        "$AMBITAB_DOWNLOAD_URL_BASE); see docs/data.md"
+    )
+    assert err.splitlines()[-2:] == [
+        f"ambitab-gym download: bird-dev: {failed['error']}",
+        f"  {failed['hint']}",
+    ]
+    # a source whose prerequisite failed names the prerequisite's own command
+    status, out, err = run(capsys, "ambiqt", "--url-base", base, "--json", "--timeout", "5")
+    hint = json.loads(out.strip().splitlines()[-1])["failed"][0]["hint"]
+    assert (
+        "`ambitab-gym download spider --file PATH`, then rerun `ambitab-gym download ambiqt`"
+        in hint
+    )
+    # a manual step is a JSON line too (exit status 2)
+    status, out, err = run(capsys, "ambrosia", "--json")
+    assert status == 2
+    assert json.loads(out.strip().splitlines()[-1])["skipped"][0]["source"] == "ambrosia"

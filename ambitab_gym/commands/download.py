@@ -9,8 +9,10 @@ Downloads resume where an interrupted run stopped; every archive is checked agai
 SHA-256 or the one recorded at its first download (trust on first use). With ``--json`` the
 last line of stdout is one JSON object: ``{"reports": [{"source", "artifacts": [{"name",
 "path", "sha256", "checksum", "resumed_from", "files"}], "build", "build_seconds", "notes"}],
-"skipped": [{"source", "reason"}], "failed": [{"source", "error"}]}`` (``--all`` goes on
-after a source fails and exits 1). See ``docs/data.md``.
+"skipped": [{"source", "reason"}], "failed": [{"source", "error", "hint"?}]}``, also when
+the download failed or a manual step is needed (``--all`` goes on after a source fails and
+exits 1); ``hint`` says how to install the source offline (``--file``) or from a mirror
+(``--url-base``). See ``docs/data.md``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import sys
 from pathlib import Path
 
 __all__ = ["register", "run"]
+
+_PROG = "ambitab-gym download"
 
 _EPILOG = """
 sources (see docs/data.md for URLs, licences, sizes and the paper's pools):
@@ -146,7 +150,7 @@ def _summary(report, stream) -> None:
                 file=stream,
             )
         else:
-            print(f"error: build {build.corpus} failed: {build.error}", file=sys.stderr)
+            print(f"{_PROG}: build {build.corpus} failed: {build.error}", file=sys.stderr)
     for note in report.notes:
         print(note, file=stream)
 
@@ -164,10 +168,12 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     if bool(args.all) == bool(args.source_name):
-        print("error: give one SOURCE or --all (see ambitab-gym download --help)", file=sys.stderr)
+        print(f"{_PROG}: give one SOURCE or --all (see {_PROG} --help)", file=sys.stderr)
         return 2
     if args.all and (args.file or args.sha256):
-        print("error: --file and --sha256 name one source's file; not with --all", file=sys.stderr)
+        print(
+            f"{_PROG}: --file and --sha256 name one source's file; not with --all", file=sys.stderr
+        )
         return 2
     options = DownloadOptions(
         url_base=args.url_base,
@@ -188,8 +194,10 @@ def run(args: argparse.Namespace) -> int:
     def notify(message: str) -> None:
         print(message, file=sys.stderr)
 
+    reports = []
     skipped: list[tuple[str, str]] = []
     failed: list[tuple[str, str]] = []
+    status = None
     try:
         if args.all:
             reports, skipped, failed = download_all(options, notify=notify)
@@ -197,25 +205,53 @@ def run(args: argparse.Namespace) -> int:
             reports = [download(args.source_name, options, notify=notify)]
     except ManualDownloadRequired as error:
         _print_steps(error)
-        return 2
+        skipped, status = [(args.source_name, str(error).rstrip(":"))], 2
     except DownloadError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        failed, status = [(args.source_name, str(error))], 1
     for report in reports:
         _summary(report, stream)
     for name, reason in skipped:
-        print(f"skipped {name}: {reason} (see ambitab-gym download {name})", file=stream)
+        if status is None:
+            print(f"skipped {name}: {reason} (see {_PROG} {name})", file=stream)
+    hints = {}
     for name, reason in failed:
-        print(f"error: {name}: {reason}", file=sys.stderr)
+        print(f"{_PROG}: {name}: {reason}", file=sys.stderr)
+        if args.file is None and "--file" not in reason and "checksum mismatch" not in reason:
+            hints[name] = _offline_hint(name)
+            print(f"  {hints[name]}", file=sys.stderr)
     if args.json:
         print(
             json.dumps(
                 {
                     "reports": [r.as_dict() for r in reports],
                     "skipped": [{"source": s, "reason": r} for s, r in skipped],
-                    "failed": [{"source": s, "error": r} for s, r in failed],
+                    "failed": [
+                        {"source": s, "error": r, **({"hint": hints[s]} if s in hints else {})}
+                        for s, r in failed
+                    ],
                 },
                 ensure_ascii=False,
             )
         )
+    if status is not None:
+        return status
     return 0 if all(r.ok for r in reports) and not failed else 1
+
+
+def _offline_hint(name: str) -> str:
+    """What to do when a source cannot be fetched from here: install the file that failed
+    from a copy fetched elsewhere (``--file``), or fetch from a mirror (``--url-base``)."""
+    from ambitab_gym.download.install import installed_record
+    from ambitab_gym.download.sources import SOURCES
+
+    artifacts = SOURCES[name].artifacts
+    failed = next((a for a in artifacts if installed_record(a.name) is None), artifacts[-1])
+    mirror = "fetch from a mirror with --url-base URL (or $AMBITAB_DOWNLOAD_URL_BASE)"
+    if failed.kind == "huggingface" or not failed.url:
+        return f"offline or blocked? {mirror}; see docs/data.md"
+    owner = next((s.name for s in SOURCES.values() if s.artifacts[-1] == failed), name)
+    then = "" if owner == name else f", then rerun `{_PROG} {name}`"
+    return (
+        f"offline or blocked? fetch {failed.url} elsewhere and install it with "
+        f"`{_PROG} {owner} --file PATH`{then}, or {mirror}; see docs/data.md"
+    )
