@@ -482,3 +482,18 @@ def test_procedural_env_registered_with_the_package():
     obs, reward, terminated, _, _ = env.step(STOP)
     assert terminated and reward in (0.0, 1.0)
     assert ambitab_gym.STOP == STOP
+
+
+@pytest.mark.parametrize("out", ["gen", "my gen", "./gen"])
+def test_the_printed_validate_command_runs_as_is(out, tmp_path, monkeypatch, capsys):
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["generate", "--records", "3", "--out", out]) == 0
+    printed = capsys.readouterr().out
+    command = re.search(r"check it with `([^`]+)`", printed).group(1)
+    argv = shlex.split(command)
+    assert argv[:2] == ["ambitab-gym", "validate"] and argv[2].startswith("./")
+    assert f"to {argv[2]};" in printed  # the folder as written, a path and not a name
+    assert main(argv[1:]) == 0
+    assert "OK - 3 records" in capsys.readouterr().out

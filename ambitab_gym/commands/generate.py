@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
 from pathlib import Path
 
+from ambitab_gym.corpora.corpus import is_path_reference
 from ambitab_gym.generate.corpus import write_corpus
 from ambitab_gym.generate.families import FAMILIES
 from ambitab_gym.generate.tasks import GeneratorConfig
@@ -107,9 +110,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     counts = manifest["counts"]
     splits = ", ".join(f"{s} {v['records']}" for s, v in manifest["splits"].items())
+    # a bare name (`gen`) would be read as a corpus name, so the folder is shown as a path
+    shown = str(out) if is_path_reference(str(out)) else os.path.join(os.curdir, str(out))
     print(
         f"wrote {counts['records']} records ({counts['avts']} AVTs, {splits}) over "
-        f"{len(manifest['databases'])} databases to {out}; check it with "
-        f"`ambitab-gym validate {out}`"
+        f"{len(manifest['databases'])} databases to {shown}; check it with "
+        f"`ambitab-gym validate {shlex.quote(shown)}`"
     )
     return 0
