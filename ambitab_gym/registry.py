@@ -362,8 +362,9 @@ def _description(value: Any, template: str, name: str) -> str:
             text = inspect.getdoc(value)
         if isinstance(text, str) and text.strip():
             line = " ".join(text.strip().split("\n\n")[0].split()).rstrip(".")
-            if len(line) > 1 and line[1].islower():  # "Credits ..." -> "credits ...", not "SQL"
-                line = line[0].lower() + line[1:]
+            first = line.split()[0]
+            if first[1:].isalpha() and first[1:].islower():  # "Credits" -> "credits"; not "SQL",
+                line = line[0].lower() + line[1:]  # "DuckDB" or "PostgreSQL"
             return line
     return template.format(name=name, value=value)
 

@@ -150,3 +150,12 @@ def test_components_name_the_solver_each_leakage_check_needs(capsys):
     assert needing == {
         "leaky-sql-responder": {"dJ_resp": ["dialogue-sql", "dialogue-sql-blind", "llm"]}
     }
+
+
+def test_component_lines_keep_the_case_of_product_names(capsys):
+    # a description's first letter is lowered for a plain word ("Credits ..."), never inside a
+    # name such as DuckDB or PostgreSQL
+    assert main(["list", "--components"]) == 0
+    out = capsys.readouterr().out
+    assert "duckDB" not in out and "postgreSQL" not in out
+    assert "DuckDB (embedded" in out and "PostgreSQL server" in out
