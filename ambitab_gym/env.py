@@ -526,7 +526,8 @@ class AmbiTabEnv(gym.Env[dict, str]):
         try:
             split = self.corpus.record(record_id).split
         except (KeyError, TypeError):
-            return message
+            hint = getattr(self.corpus, "record_hint", None)  # a generated corpus has none
+            return f"{message}; {hint(record_id)}" if hint is not None else message
         return (
             f"{message}: it is in split {split!r} of corpus {self.corpus.name!r} and this env "
             f"draws from split {self.split!r} (make the env with split={split!r} or "

@@ -418,3 +418,15 @@ def test_evaluate_keeps_every_record_of_the_corpus(tmp_path, data_home):
     run_campaign(dev, tmp_path / "dev.duckdb", progress=False)
     with ResultsStore(tmp_path / "dev.duckdb") as store:
         assert {r["record_id"] for r in store.episodes()} == splits["dev"]
+
+
+def test_an_unknown_record_id_names_the_closest_ids(data_home):
+    env = AmbiTabEnv("bird", split="all")
+    with pytest.raises(ConfigurationError) as error:
+        env.reset(options={"record_id": "bird-00x1"})
+    message = str(error.value)
+    # by hand: "bird-00x1" shares 8 of 9 characters with each of bird-0001, bird-0011, ...,
+    # bird-0051 (ratio 16/18) and fewer with the rest; difflib ranks (ratio, id) pairs, so the
+    # tie goes to the larger ids
+    assert "closest ids: 'bird-0051', 'bird-0041', 'bird-0031'" in message
+    assert "records.jsonl" in message
