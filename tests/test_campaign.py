@@ -92,6 +92,33 @@ def test_evaluate_command_json_and_csv(tiny, tmp_path, capsys):
     assert len(lines) == 19 and lines[0].startswith("campaign_id,condition,seed,record_id")
 
 
+def test_evaluate_runs_several_corpora_into_one_table(tiny, tmp_path, capsys):
+    # the tiny corpus (hand-computed above: 18 episodes a seed, SR asker 4/6) and a copy of it
+    # in another folder: one campaign each, one table, one CSV file each
+    other = write_tiny_corpus(tmp_path / "copy")
+    args = ["--asker", "tiny_corpus:RegionThenElaborate", "--results", str(tmp_path / "r.duckdb")]
+    csv = tmp_path / "e.csv"
+    status = main(["evaluate", str(tiny), str(other), *args, "--csv", str(csv), "--json"])
+    assert status == 0
+    out = capsys.readouterr().out
+    data = json.loads(out.strip().splitlines()[-1])
+    assert [c["episodes"] for c in data["campaigns"]] == [18, 18] and data["failed"] is False
+    assert all(c["sr_asker"] == pytest.approx(4 / 6) for c in data["campaigns"])
+    first, second = (c["campaign_id"] for c in data["campaigns"])
+    assert first != second
+    rows = [line.split("  ")[0] for line in out.splitlines() if "±" in line]
+    assert rows == ["tiny", f"tiny ({other})"]
+    for path in (tmp_path / "e.1-tiny.csv", tmp_path / "e.2-tiny.csv"):
+        assert len(path.read_text().strip().splitlines()) == 1 + 18
+    assert not csv.exists()
+    with ResultsStore(tmp_path / "r.duckdb") as store:
+        assert {r["campaign_id"] for r in store.episodes()} == {first, second}
+    # a name that is no corpus stops the call before any campaign runs
+    results = tmp_path / "n.duckdb"
+    status = main(["evaluate", str(tiny), str(tmp_path / "nope"), "--results", str(results)])
+    assert status == 2 and not results.exists()
+
+
 def test_rerun_resumes_without_duplicates(tiny, tmp_path):
     config = CampaignConfig(str(tiny), asker="generic", seeds=(0, 1))
     first = run_campaign(config, tmp_path / "r.duckdb", progress=False)

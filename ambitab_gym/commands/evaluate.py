@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ambitab_gym import defaults
@@ -28,10 +29,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "evaluate",
         help="evaluate an asker against no and full disambiguation",
         description="Run the no-disambiguation, evaluated-asker and full-asker conditions over "
-        "a corpus split and seeds; store every episode; print SR, precision, recall and F1.",
+        "a corpus split and seeds (one campaign per corpus given); store every episode; print "
+        "SR, precision, recall and F1.",
     )
     parser.add_argument(
-        "env_id", metavar="ENV_ID", help="env id (AmbiTab-Bird-v0), corpus name or folder"
+        "env_id",
+        metavar="ENV_ID",
+        nargs="+",
+        help="env id (AmbiTab-Bird-v0), corpus name or folder; several run one campaign each "
+        "into the same results file and print one table",
     )
     parser.add_argument(
         "--asker",
@@ -218,88 +224,108 @@ def run(args: argparse.Namespace) -> int:
     from ambitab_gym.errors import AmbiTabError
     from ambitab_gym.evaluation import CampaignConfig, ResultsStore, format_table, run_campaign
     from ambitab_gym.evaluation.identity import identity_of
+    from ambitab_gym.evaluation.summary import reveals_sql_warning
 
     prog = "ambitab-gym evaluate"
+    names = list(dict.fromkeys(args.env_id))
+    runs: list[tuple[str, Any, Any]] = []  # (table label, config, summary) per corpus
     try:
         for kind in ("asker", "solver", "oracle"):
             check_component(kind, getattr(args, kind))
-        corpus = load_corpus(args.env_id)
-        print(identity_of(corpus).describe(), file=sys.stderr)
-        config = CampaignConfig(
-            corpus=args.env_id,
-            asker=args.asker,
-            solver=args.solver,
-            oracle=args.oracle,
-            seeds=tuple(range(args.seeds)),
-            split=args.split,
-            budget_slack=args.budget_slack,
-            limit=args.limit,
-            llm=llm_identity(args),
-        )
+        corpora = [load_corpus(name) for name in names]  # every name checked before any run
         client = llm_client_from(args)
         concurrency = args.concurrency or defaults.concurrency_for(llm=client is not None)
         concurrency = check_llm_server(client, args, concurrency, prog)
         results = results_file(args)
         print(f"results: {results}", file=sys.stderr)
         with ResultsStore(results) as store:
-            summary = run_campaign(
-                config,
-                store,
-                concurrency=concurrency,
-                llm_client=client,
-                progress=not args.no_progress,
-                oracle_options=oracle_options(args),
-                executor=executor_from_args(args, client, prog=prog),
-                retry_errors=args.retry_errors,
-                new_campaign=args.new_campaign,
-                progress_interval=args.progress_interval,
-                abort_after=args.abort_after,
-                start_interval_s=args.start_interval,
-            )
-            if args.csv:
-                count = store.export_csv(args.csv, summary.campaign_id)
-                print(f"wrote {count} episodes to {args.csv}", file=sys.stderr)
+            for name, corpus in zip(names, corpora, strict=True):
+                print(identity_of(corpus).describe(), file=sys.stderr)
+                config = CampaignConfig(
+                    corpus=name,
+                    asker=args.asker,
+                    solver=args.solver,
+                    oracle=args.oracle,
+                    seeds=tuple(range(args.seeds)),
+                    split=args.split,
+                    budget_slack=args.budget_slack,
+                    limit=args.limit,
+                    llm=llm_identity(args),
+                )
+                summary = run_campaign(
+                    config,
+                    store,
+                    concurrency=concurrency,
+                    llm_client=client,
+                    progress=not args.no_progress,
+                    oracle_options=oracle_options(args),
+                    executor=executor_from_args(args, client, prog=prog),
+                    retry_errors=args.retry_errors,
+                    new_campaign=args.new_campaign,
+                    progress_interval=args.progress_interval,
+                    abort_after=args.abort_after,
+                    start_interval_s=args.start_interval,
+                )
+                if args.csv:
+                    path = _csv_path(args.csv, corpus.name, len(names), len(runs))
+                    count = store.export_csv(path, summary.campaign_id)
+                    print(f"wrote {count} episodes to {path}", file=sys.stderr)
+                label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
+                if any(label == seen for seen, _, _ in runs):
+                    label = f"{label} ({name})"  # two folders of one corpus: tell them apart
+                runs.append((label, config, summary))
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return 2
-    from ambitab_gym.evaluation.summary import reveals_sql_warning
-
-    warning = reveals_sql_warning(summary.reveals_sql_episodes, summary.reveals_sql_answers)
-    if warning:
-        print(f"{prog}: {warning}", file=sys.stderr)
-    label = corpus.name if not args.split else f"{corpus.name}/{args.split}"
-    identity = summary.corpus
+    for _, _, summary in runs:
+        warning = reveals_sql_warning(summary.reveals_sql_episodes, summary.reveals_sql_answers)
+        if warning:
+            print(f"{prog}: {warning}", file=sys.stderr)
     print(f"asker={args.asker}  solver={args.solver}  oracle={args.oracle}")
-    print(format_table({label: summary}))
-    print(
-        f"\ncorpus {identity['corpus']} ({identity['origin']}, {identity['path']}, checksum "
-        f"{identity['checksum'][:12]}), ambitab-gym {identity['version']}"
-    )
-    print(
-        f"{summary.episodes} episodes, {len(config.seeds)} seed(s); results in {results} "
-        f"(campaign {summary.campaign_id})"
-    )
+    print(format_table({label: summary for label, _, summary in runs}))
+    for _, config, summary in runs:
+        identity = summary.corpus
+        print(
+            f"\ncorpus {identity['corpus']} ({identity['origin']}, {identity['path']}, checksum "
+            f"{identity['checksum'][:12]}), ambitab-gym {identity['version']}"
+        )
+        print(
+            f"{summary.episodes} episodes, {len(config.seeds)} seed(s); results in {results} "
+            f"(campaign {summary.campaign_id})"
+        )
     note = seeds_note_for(args)
     if note:
         print(note)
-    if summary.errors:
-        print("errors: " + ", ".join(f"{k}: {v}" for k, v in sorted(summary.errors.items())))
-    for condition, reasons in summary.verdict_reasons.items():
-        counts = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
-        print(f"verdict reasons ({condition}): {counts}")
+    for label, _, summary in runs:
+        prefix = f"{label}: " if len(runs) > 1 else ""
+        if summary.errors:
+            errors = ", ".join(f"{k}: {v}" for k, v in sorted(summary.errors.items()))
+            print(f"{prefix}errors: {errors}")
+        for condition, reasons in summary.verdict_reasons.items():
+            counts = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
+            print(f"{prefix}verdict reasons ({condition}): {counts}")
     usage = llm_usage(client)
     if usage is not None:
         print(usage[0])
-    status = campaign_outcome(summary.errors, summary.episodes, args, prog)
+    statuses = [campaign_outcome(s.errors, s.episodes, args, prog) for _, _, s in runs]
+    status = max(statuses)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    **summary.to_json(),
-                    "results": str(results),
-                    "failed": status != 0,
-                    **({"llm_usage": usage[1]} if usage else {}),
-                }
-            )
-        )
+        rows = [
+            {**summary.to_json(), "results": str(results), "failed": failed != 0}
+            for (_, _, summary), failed in zip(runs, statuses, strict=True)
+        ]
+        extra = {"llm_usage": usage[1]} if usage else {}
+        if len(rows) == 1:
+            print(json.dumps({**rows[0], **extra}))
+        else:
+            print(json.dumps({"campaigns": rows, "failed": status != 0, **extra}))
     return status
+
+
+def _csv_path(path: Path, corpus: str, corpora: int, index: int) -> Path:
+    """``--csv PATH`` for one corpus; with several, one file each: ``<stem>.<n>-<corpus>``
+    (``n`` counts from 1 in the order given)."""
+    path = Path(path)
+    if corpora == 1:
+        return path
+    return path.with_name(f"{path.stem}.{index + 1}-{corpus}{path.suffix}")
