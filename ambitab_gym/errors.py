@@ -6,28 +6,13 @@ Classes defined elsewhere keep their names and modules and subclass one of these
 that subclassed a builtin before (``ValueError``, ``LookupError``, ``RuntimeError``) still do, so
 ``except ValueError`` keeps catching them.
 
-The tree (base class here -> the package's classes that derive from it)::
-
-    AmbiTabError                          category "error"
-    +-- CorpusError                       "corpus"        a corpus or record that cannot be used
-    |   +-- records.RecordError           "record"        (ValueError) malformed record / file
-    |   +-- corpora.CorpusNotFound        "corpus_not_found" (LookupError)
-    +-- ConfigurationError                "configuration" (ValueError) a bad argument or option
-    |   +-- UnknownComponent              "unknown_component" (a name the registry lacks)
-    |   +-- UsageError                    "usage"         a command line that cannot run
-    |   +-- MissingDependency             "missing_dependency" (an optional extra not installed)
-    |   |   +-- evaluation.report_figures.MissingPlotDependency  (RuntimeError)
-    |   +-- wrappers.StackOrderError      "stack_order"   wrappers stacked in an invalid order
-    +-- EngineError                       "engine"        a database engine failed or refused
-    |   +-- verify.QueryError             per query: timeout, rejected, syntax, runtime, ...
-    |   +-- verify.worker.WorkerStartError (RuntimeError)
-    |   +-- verify.postgres_loader.UnsafeServerSetup "unsafe_server_setup" (ValueError)
-    +-- LLMServiceError                   "llm_error"     (RuntimeError) an LLM server call failed
-    |   +-- llm.errors.LLMError           and its subclasses (timeout, connection, http_<status>, auth, unknown_model, ...)
-    +-- ConversionError                   "conversion"    an upstream corpus cannot be converted
-    |   +-- convert.BuildError            "build"         (RuntimeError)
-    +-- StoreError                        "store"         the results file cannot be used
-        +-- evaluation.store.ResultsFileError (RuntimeError)
+The bases defined here, with their categories: :class:`AmbiTabError` ("error"),
+:class:`CorpusError` ("corpus"), :class:`ConfigurationError` ("configuration", a
+``ValueError``) with :class:`UnknownComponent`, :class:`UsageError` and
+:class:`MissingDependency`, :class:`EngineError` ("engine"), :class:`LLMServiceError`
+("llm_error", a ``RuntimeError``), :class:`ConversionError` ("conversion") and
+:class:`StoreError` ("store"). The complete tree, with every class of the package, is in
+docs/design.md (section Errors), which a test keeps equal to the code.
 
 Example:
     >>> error = UnknownComponent("asker", "nobody", ("full", "none"))

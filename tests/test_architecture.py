@@ -372,6 +372,43 @@ def test_every_exception_class_is_an_ambitab_error_with_a_category():
             assert isinstance(cls.category, str) and cls.category, cls
 
 
+def _documented_tree() -> list[tuple[int, str, str | None]]:
+    """``(depth, dotted name, quoted category or None)`` of each line of docs/design.md's
+    error tree."""
+    design = (Path(ambitab_gym.__file__).parents[1] / "docs" / "design.md").read_text("utf-8")
+    block = design.split("### Errors", 1)[1].split("```", 2)[1]
+    lines = []
+    for line in block.strip("\n").splitlines():
+        start = len(re.match(r"[│├└─\s]*", line).group())
+        name, _, rest = line[start:].partition(" ")
+        quoted = re.match(r"\s*\"([^\"]+)\"", rest)
+        lines.append((start // 4, name, quoted.group(1) if quoted else None))
+    return lines
+
+
+# verl (reached through integrations.verl's lazy names) imports ray.experimental.state.
+@pytest.mark.filterwarnings("ignore:Ray state API is no longer experimental:DeprecationWarning")
+def test_the_documented_error_tree_is_the_package_s():
+    documented: dict[type, type | None] = {}
+    parents: list[type] = []
+    for depth, name, category in _documented_tree():
+        module, _, attribute = f"{ROOT}.{name}".rpartition(".")
+        if name == "AmbiTabError" or "." not in name:
+            module = "ambitab_gym.errors"
+        cls = getattr(importlib.import_module(module), attribute)
+        del parents[depth:]
+        documented[cls] = parents[-1] if parents else None
+        parents.append(cls)
+        if category is not None and "<" not in category:
+            assert cls.category == category, name
+    actual = {
+        cls: next((b for b in cls.__mro__[1:] if issubclass(b, AmbiTabError)), None)
+        for cls in _package_exception_classes()
+        if issubclass(cls, AmbiTabError)
+    }
+    assert documented == actual
+
+
 def test_builtin_bases_are_kept():
     from ambitab_gym.convert import BuildError
     from ambitab_gym.corpora import CorpusNotFound
