@@ -8,8 +8,11 @@ import decimal
 import hashlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -248,3 +251,149 @@ def test_a_forked_process_gets_its_own_worker(engine):
     os.waitpid(child, 0)
     assert count == "3" and int(child_worker) != parent_worker
     assert engine.execute("SELECT 2").rows == [(2,)] and engine.worker_pid == parent_worker
+
+
+# -- a cache build killed mid-way (issue 30) ---------------------------------------------------
+
+# A real builder of a corpus's cache file (build_duckdb, as Corpus.database_file runs it) that
+# stops after the script ran and before its checkpoint - the temporary file and its WAL are on
+# disk - says "building" and waits for a line on stdin: the test kills it there, or lets it go.
+_HELD_BUILDER = """
+import sys
+import duckdb
+from ambitab_gym.verify.duckdb import build_duckdb
+
+connect = duckdb.connect
+
+
+class Held:
+    def __init__(self, connection):
+        self.connection = connection
+
+    def execute(self, sql, *args):
+        if sql == "CHECKPOINT":
+            print("building", flush=True)
+            sys.stdin.readline()
+        return self.connection.execute(sql, *args)
+
+    def close(self):
+        self.connection.close()
+
+
+duckdb.connect = lambda *args, **kwargs: Held(connect(*args, **kwargs))
+with open(sys.argv[2], encoding="utf-8") as script:
+    build_duckdb(script.read(), sys.argv[1])
+"""
+
+
+def _cache_target(corpus, *, built: bool):
+    """A bundled DuckDB database's cache path and script; the file is there when ``built``."""
+    database = sorted(corpus.manifest.databases)[0]
+    target = corpus.database_file(database, "duckdb")
+    if not built:
+        target.unlink()
+    return database, target, corpus.path / corpus.manifest.databases[database].file
+
+
+def _held_builder(target, script) -> subprocess.Popen:
+    builder = subprocess.Popen(
+        [sys.executable, "-c", _HELD_BUILDER, str(target), str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = builder.stdout.readline()
+    if line != "building\n":
+        builder.kill()
+        pytest.fail(f"the builder did not start: {builder.communicate()[1][-2000:]}")
+    return builder
+
+
+def _temporary_files(target) -> list[str]:
+    return sorted(p.name for p in target.parent.iterdir() if p.name != target.name)
+
+
+def _check_cache(corpus, database, target) -> None:
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+    engine = corpus.open_engine("duckdb", database)
+    try:
+        assert engine.execute("SELECT count(*) FROM players").rows[0][0] > 0
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("built_meanwhile", [False, True], ids=["rebuilt", "built-meanwhile"])
+def test_a_cache_build_killed_mid_way_leaves_nothing_at_the_next_start(data_home, built_meanwhile):
+    corpus = load_corpus("bird_interact")
+    database, target, script = _cache_target(corpus, built=built_meanwhile)
+    builder = _held_builder(target, script)
+    builder.send_signal(signal.SIGKILL)
+    builder.communicate()
+    left = _temporary_files(target)
+    # the killed builder's database and its write-ahead log, named after its pid and start time
+    assert any(name.endswith(".tmp") for name in left), left
+    assert any(name.endswith(".tmp.wal") for name in left), left
+    assert all(f".{builder.pid}-" in name for name in left), left
+    # The next start: it builds the file (sweeping first), or finds it built by another
+    # process and sweeps before opening it.
+    assert corpus.database_file(database, "duckdb") == target
+    _check_cache(corpus, database, target)
+
+
+def test_a_running_builders_files_stay(data_home):
+    corpus = load_corpus("bird_interact")
+    database, target, script = _cache_target(corpus, built=False)
+    builder = _held_builder(target, script)
+    try:
+        theirs = _temporary_files(target)
+        assert corpus.database_file(database, "duckdb") == target  # builds its own copy
+        assert corpus.database_file(database, "duckdb") == target  # and opens it
+        assert _temporary_files(target) == theirs  # the live builder's files are untouched
+        builder.stdin.write("go on\n")
+        builder.stdin.flush()
+        assert builder.wait() == 0, builder.stderr.read()
+    finally:
+        if builder.poll() is None:
+            builder.kill()
+        builder.communicate()
+    _check_cache(corpus, database, target)  # its rename replaced the file whole
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
+def test_a_zombie_builders_files_are_swept(data_home):
+    corpus = load_corpus("bird_interact")
+    database, target, script = _cache_target(corpus, built=True)
+    builder = _held_builder(target, script)
+    builder.send_signal(signal.SIGKILL)
+    try:
+        # killed and not reaped (no wait yet): a zombie, which a signal 0 still reaches
+        state, deadline = "", time.monotonic() + 60
+        while state != "Z" and time.monotonic() < deadline:
+            with open(f"/proc/{builder.pid}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0].decode()
+            time.sleep(0.01)
+        assert state == "Z"
+        os.kill(builder.pid, 0)
+        assert _temporary_files(target)
+        assert corpus.database_file(database, "duckdb") == target
+        _check_cache(corpus, database, target)
+    finally:
+        builder.communicate()
+
+
+def test_a_reused_pid_does_not_keep_a_dead_builders_files(tmp_path):
+    from ambitab_gym.verify.sqlite import _HOST, _builder_tag, sweep_stale_builds
+
+    target = tmp_path / "x.duckdb"
+    pid, start = _builder_tag().split("-")
+    reused = tmp_path / f".x.duckdb.{_HOST}.{pid}-{int(start) + 1}.abcd1234.tmp"
+    mine = tmp_path / f".x.duckdb.{_HOST}.{pid}-{start}.abcd1234.tmp"
+    for path in (reused, Path(f"{reused}.wal"), mine):
+        path.write_text("x")
+    removed = sweep_stale_builds(target)
+    if start == "0":  # no /proc: only the pid is known
+        assert removed == []
+    else:
+        assert sorted(p.name for p in removed) == sorted([reused.name, f"{reused.name}.wal"])
+    assert mine.exists()

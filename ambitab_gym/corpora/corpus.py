@@ -284,7 +284,9 @@ class Corpus:
         digest = _sha256(source)[:16]
         target = cache_dir() / "databases" / self.name / f"{database}-{digest}{engine.suffix}"
         if not target.is_file():
-            engine.build(source.read_text("utf-8"), target)
+            engine.build(source.read_text("utf-8"), target)  # sweeps killed builds first
+        else:  # built already (maybe by another process): a builder killed earlier left files
+            engine.sweep(target)
         return target
 
     def open_engine(self, kind: str, database: str) -> Engine:

@@ -93,6 +93,17 @@ class EngineKind:
             raise ConfigurationError(f"no builder for {self.name!r} databases")
         builder(script, path)
 
+    def sweep(self, path: Path) -> list[Path]:
+        """Remove what builders of ``path`` left when they were killed mid-build (their
+        temporary file, WAL or journal, spill folder); what a builder still running writes
+        stays (:func:`~ambitab_gym.verify.sqlite.sweep_stale_builds`). A kind without a
+        builder has nothing to sweep. Returns the paths removed."""
+        if self.builder is None:
+            return []
+        from ambitab_gym.verify.sqlite import sweep_stale_builds
+
+        return sweep_stale_builds(path)
+
     def schema_text(self, engine: Engine) -> str:
         """The ``CREATE`` statements of the engine's database, as the agent sees them."""
         if self.schema_sql is None:

@@ -16,6 +16,7 @@ killable worker process (:mod:`ambitab_gym.verify.worker`), which is killed when
 * :class:`SQLiteEngine` - one sandboxed connection to one ``.sqlite`` file.
 * :func:`build_sqlite` - build a database file from a trusted SQL script (corpus preparation).
 * :func:`build_atomically` - the atomic build both file engines use (no stale temporary files).
+* :func:`sweep_stale_builds` - remove what killed builders left (called before builds and opens).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ambitab_gym.verify.worker import (
     sql_text_problem,
 )
 
-__all__ = ["SQLiteEngine", "build_atomically", "build_sqlite"]
+__all__ = ["SQLiteEngine", "build_atomically", "build_sqlite", "sweep_stale_builds"]
 
 
 class SQLiteEngine:
@@ -201,8 +202,31 @@ class SQLiteEngine:
 _HOST = socket.gethostname().replace(".", "_") or "host"
 
 
+def _process_stat(pid: int) -> tuple[str, str] | None:
+    """``(state, start time)`` of a process from ``/proc/<pid>/stat`` (fields 3 and 22; the
+    start time counts clock ticks since boot), or None where that file cannot be read (no such
+    process, a system without ``/proc``, ``hidepid``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            data = file.read()
+        # the command name (field 2) is in parentheses and may hold spaces and parentheses
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode("ascii"), fields[19].decode("ascii")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _builder_tag() -> str:
+    """``<pid>-<start time>`` of this process: the pid and start time name a builder, so a
+    later process that got the same pid is not taken for it ("0" where there is no
+    ``/proc``)."""
+    pid = os.getpid()
+    stat = _process_stat(pid)
+    return f"{pid}-{stat[1] if stat else 0}"
+
+
 def _temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    return path.with_name(f".{path.name}.{_HOST}.{_builder_tag()}.{uuid.uuid4().hex[:8]}.tmp")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -215,22 +239,57 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _sweep_stale(path: Path) -> list[Path]:
-    """Remove what builders of ``path`` on this host left behind when they were killed."""
+def _builder_alive(pid: int, start: str) -> bool:
+    """Whether the builder ``<pid>-<start>`` still runs: a zombie (killed, not yet reaped) is
+    dead, and so is a pid now held by a process that started at another time (pid reuse).
+    Where ``/proc`` cannot tell (another system, another user's process under ``hidepid``),
+    a signal 0 decides; a name without a start time (older versions) is judged by its pid."""
+    stat = _process_stat(pid)
+    if stat is None:
+        return _pid_alive(pid)
+    state, started = stat
+    if state in ("Z", "X", "x"):
+        return False
+    return start in ("", "0") or started == start
+
+
+def sweep_stale_builds(path: str | Path) -> list[Path]:
+    """Remove what builders of ``path`` on this host left when they were killed: their
+    temporary file ``.<name>.<host>.<pid>-<start>.<random>.tmp``, a journal or WAL beside it,
+    an engine's spill folder. What a builder that still runs is writing stays. Never raises
+    (a file that cannot be removed stays). Returns the paths removed.
+
+    :func:`build_atomically` calls it before each build, and a corpus before it opens a
+    database it finds built (the build another process finished): leftovers go at the next
+    start either way.
+
+    Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> dead = Path(folder) / f".x.db.{_HOST}.999999999-1.abcd1234.tmp"
+        >>> live = Path(folder) / f".x.db.{_HOST}.{_builder_tag()}.abcd1234.tmp"
+        >>> _ = dead.write_text("left by a killed builder"), live.write_text("being built")
+        >>> [p.name for p in sweep_stale_builds(Path(folder) / "x.db")] == [dead.name]
+        True
+        >>> os.listdir(folder) == [live.name]
+        True
+    """
+    path = Path(path)
     removed = []
     prefix = f".{path.name}.{_HOST}."
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(OSError):
         for entry in path.parent.iterdir():
             if not entry.name.startswith(prefix) or ".tmp" not in entry.name:
                 continue
-            pid = entry.name[len(prefix) :].split(".", 1)[0]
-            if not pid.isdigit() or _pid_alive(int(pid)):
+            pid, _, start = entry.name[len(prefix) :].split(".", 1)[0].partition("-")
+            if not pid.isdigit() or _builder_alive(int(pid), start):
                 continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-            removed.append(entry)
+            with contextlib.suppress(OSError):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink(missing_ok=True)
+                removed.append(entry)
     return removed
 
 
@@ -238,9 +297,11 @@ def build_atomically(path: str | Path, write: Callable[[Path], None]) -> None:
     """Build a file at ``path`` by ``write(temporary_path)``, then rename it into place.
 
     The file appears only when ``write`` succeeded, so concurrent builders never see a half-built
-    database. The temporary file is named ``.<name>.<host>.<pid>.<random>.tmp`` next to ``path``;
-    what a builder leaves when it is killed (the file, a journal or WAL beside it, an engine's
-    spill folder) is removed by the next build on the same host once that process is gone.
+    database. The temporary file is named ``.<name>.<host>.<pid>-<start>.<random>.tmp`` next to
+    ``path`` (``<start>``: the builder's start time, so a reused pid is not taken for it); what a
+    builder leaves when it is killed (the file, a journal or WAL beside it, an engine's spill
+    folder) is removed by the next build or corpus open on the same host once that process is
+    gone or a zombie (:func:`sweep_stale_builds`).
 
     Example:
         >>> import os, tempfile
@@ -254,7 +315,7 @@ def build_atomically(path: str | Path, write: Callable[[Path], None]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _sweep_stale(path)
+    sweep_stale_builds(path)
     tmp = _temp_name(path)
     try:
         write(tmp)
