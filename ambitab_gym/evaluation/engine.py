@@ -4,7 +4,6 @@ Evaluation campaigns (:func:`ambitab_gym.evaluation.run_campaign`) and leakage c
 (:func:`ambitab_gym.diagnostics.run_leakage`) differ only in their conditions and in how each
 condition's env and asker are built; everything else happens here, once.
 
-* :func:`config_hash` - the campaign id of a configuration (the hash of its canonical JSON).
 * :class:`WorkUnit` - one episode to run: (condition, seed, record).
 * :class:`CampaignPlan` - what a campaign kind hands the engine: its id, stored config, records,
   seeds, conditions, and how to build a condition's env and asker.
@@ -42,14 +41,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
-import json
 import queue
 import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -65,7 +62,12 @@ from ambitab_gym.errors import (
     UnknownComponent,
     category_of,
 )
-from ambitab_gym.evaluation.identity import CampaignIdentity, CampaignMismatch, identity_of
+from ambitab_gym.evaluation.identity import (
+    CampaignIdentity,
+    CampaignMismatch,
+    config_hash,
+    identity_of,
+)
 from ambitab_gym.evaluation.store import ResultsStore
 from ambitab_gym.evaluation.summary import episode_metrics
 from ambitab_gym.llm.sampling import EpisodeKey, episode_scope
@@ -98,6 +100,7 @@ __all__ = [
     "seeds_can_vary",
 ]
 
+
 class CampaignAborted(LLMServiceError):
     """A campaign stopped because its server stopped answering: ``abort_after`` episodes in a
     row ended in a server error (:func:`is_outage`). What finished is stored; the rest runs on
@@ -123,18 +126,6 @@ def is_outage(category: str | None) -> bool:
 
 #: ``condition -> (env, asker)``: builds one worker's env and asker for a condition.
 EpisodeParts = Callable[[str], tuple[Any, Any]]
-
-
-def config_hash(config: Mapping[str, Any]) -> str:
-    """A stable 16-hex-digit id of a configuration: sha256 of its sorted-key JSON.
-
-    >>> config_hash({"b": 1, "a": (0, 1)}) == config_hash({"a": [0, 1], "b": 1})
-    True
-    >>> len(config_hash({}))
-    16
-    """
-    payload = json.dumps(dict(config), sort_keys=True, default=list)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def create_oracle(name: str, corpus: Corpus, *, llm_client: Any = None, **options: Any) -> Oracle:

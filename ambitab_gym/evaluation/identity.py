@@ -7,6 +7,7 @@
   :meth:`CampaignIdentity.campaign_id` folds it into a configuration's hash, so a built corpus and
   the bundled sample of the same name (or two package versions) never share a campaign id.
 * :func:`identity_of` - the identity of a loaded corpus under the installed package.
+* :func:`config_hash` - the 16-hex-digit hash of a configuration (a campaign's name and id).
 * :class:`CampaignMismatch` - a results file holds the same configuration over other data or
   another package version; raised before anything runs, saying what differs and what to do.
 """
@@ -18,6 +19,7 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ __all__ = [
     "CHECKSUM_CACHE",
     "CampaignIdentity",
     "CampaignMismatch",
+    "config_hash",
     "corpus_checksum",
     "corpus_files",
     "identity_of",
@@ -41,6 +44,18 @@ CHECKSUM_CACHE = "corpus-checksums.json"
 
 _CHUNK = 1 << 20
 _cache_lock = threading.Lock()
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A stable 16-hex-digit id of a configuration: sha256 of its sorted-key JSON.
+
+    >>> config_hash({"b": 1, "a": (0, 1)}) == config_hash({"a": [0, 1], "b": 1})
+    True
+    >>> len(config_hash({}))
+    16
+    """
+    payload = json.dumps(dict(config), sort_keys=True, default=list)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 class CampaignMismatch(ConfigurationError):
@@ -162,16 +177,14 @@ class CampaignIdentity:
     def campaign_id(self, name: str) -> str:
         """The campaign id of a configuration hash ``name`` run with this identity (16 hex
         digits; the folder is left out: the same data moved elsewhere is the same campaign)."""
-        payload = json.dumps(
+        return config_hash(
             {
                 "campaign": name,
                 "corpus_origin": self.origin,
                 "corpus_checksum": self.checksum,
                 "package_version": self.version,
-            },
-            sort_keys=True,
+            }
         )
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def columns(self, name: str) -> dict[str, str]:
         """The identity columns of the results store's ``campaigns`` table."""
