@@ -12,10 +12,11 @@ for SQL as the next action (``agent``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -134,25 +135,12 @@ def select_records(
 Mode = Literal["ask_only", "solver", "agent"]
 _NEEDS_SOLVER = object()  # step-internal marker: asking ended and the solver must run
 _PHASES: dict[str, int] = {phase: index for index, phase in enumerate(PHASES)}  # observation
-# observation scalars, made once: numpy scalars are immutable, so sharing them between
-# observations shares no data (the dict around them is new on every call)
-_PHASE_SCALARS = {phase: np.int64(index) for phase, index in _PHASES.items()}
-_COUNT_SCALARS = tuple(np.int64(i) for i in range(64))
-#: Entries kept by each of the env's step memos (pure functions of their key) before a reset.
-_MEMO_SIZE = 4096
-#: Longest action text whose reading is memoized (longer ones are parsed every time).
-_MEMO_ACTION_CHARS = 2048
-
-
-def _memoized(memo: dict, key: Any, compute: Callable[..., Any], *args: Any) -> Any:
-    """``compute(*args)``, kept in ``memo`` under ``key``; the memo is emptied when it holds
-    :data:`_MEMO_SIZE` entries (so it stays bounded over millions of steps)."""
-    value = memo.get(key)
-    if value is None:
-        if len(memo) >= _MEMO_SIZE:
-            memo.clear()
-        value = memo[key] = compute(*args)
-    return value
+#: Longest action text whose reading is remembered (a longer one is parsed every time, so the
+#: cache stays small whatever an agent sends).
+_CACHED_ACTION_CHARS = 2048
+# the same short actions and canned answers recur every episode: pure functions, cached
+_read_text = functools.lru_cache(maxsize=4096)(parse_action)
+_reveals_sql = functools.lru_cache(maxsize=4096)(answer_reveals_sql)
 
 
 class AmbiTabEnv(gym.Env[dict, str]):
@@ -372,8 +360,6 @@ class AmbiTabEnv(gym.Env[dict, str]):
         self._last_action: ParsedAction | None = None
         # step memos of pure functions (same key, same value): action text -> its reading,
         # (answer, reference SQL, dialect) -> whether the answer reveals SQL
-        self._readings: dict[str, ParsedAction] = {}
-        self._reveals: dict[tuple[str, str | None, str], bool] = {}
 
     # -- budget ----------------------------------------------------------------------------------
 
@@ -422,8 +408,8 @@ class AmbiTabEnv(gym.Env[dict, str]):
         return {
             "task": self._task_text,
             "dialogue": self._dialogue_text,
-            "questions_left": _COUNT_SCALARS[left] if left < 64 else np.int64(left),
-            "phase": _PHASE_SCALARS[self._phase],
+            "questions_left": np.int64(left),
+            "phase": np.int64(_PHASES[self._phase]),
         }
 
     def _info(self) -> dict[str, Any]:
@@ -586,15 +572,10 @@ class AmbiTabEnv(gym.Env[dict, str]):
         return parsed
 
     def _read_action(self, action: Any) -> ParsedAction:
-        """:func:`parse_action`, memoized for short text actions (a pure function of the text)."""
-        if type(action) is not str or len(action) > _MEMO_ACTION_CHARS:
+        """:func:`parse_action`, cached for short text actions."""
+        if type(action) is not str or len(action) > _CACHED_ACTION_CHARS:
             return parse_action(action)
-        return _memoized(self._readings, action, parse_action, action)
-
-    def _reveals_sql(self, answer: str, reference_sql: str | None, dialect: str) -> bool:
-        """:func:`answer_reveals_sql`, memoized (the same canned answers recur every episode)."""
-        key = (answer, reference_sql, dialect)
-        return _memoized(self._reveals, key, answer_reveals_sql, *key)
+        return _read_text(action)
 
     def _record_turn(self, parsed: ParsedAction, credits, answer: str, elapsed: float):
         """Append a turn; returns the step result (or ``_NEEDS_SOLVER`` at the budget)."""
@@ -603,7 +584,7 @@ class AmbiTabEnv(gym.Env[dict, str]):
         question = parsed.text
         route = context.take_route()  # an LLM matcher's route: privileged, for re-scoring
         verification = context.record.verification
-        reveals = self._reveals_sql(answer, verification.reference_sql, verification.engine)
+        reveals = _reveals_sql(answer, verification.reference_sql, verification.engine)
         shown = answer
         if reveals and self._answer_guard is not None:
             shown = str(self._answer_guard(answer))
