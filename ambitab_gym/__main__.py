@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from ambitab_gym.cli import entry
 
-from ambitab_gym.cli import main
-
-sys.exit(main())
+entry()

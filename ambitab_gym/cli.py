@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
 
 import ambitab_gym.commands
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "entry", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,5 +60,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def entry() -> None:
+    """The ``ambitab-gym`` console script and ``python -m ambitab_gym``: :func:`main` in a
+    process tuned for campaigns (:func:`~ambitab_gym.evaluation.engine.tune_gc_for_campaigns`)."""
+    from ambitab_gym.evaluation.engine import tune_gc_for_campaigns
+
+    tune_gc_for_campaigns()
+    try:
+        status = main()
+    except BrokenPipeError:  # "ambitab-gym list | head": the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        status = 1
+    sys.exit(status)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

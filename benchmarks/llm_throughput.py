@@ -85,7 +85,7 @@ from pathlib import Path
 
 from ambitab_gym import defaults
 from ambitab_gym.evaluation import CampaignConfig, run_campaign
-from ambitab_gym.evaluation.engine import run_loop
+from ambitab_gym.evaluation.engine import run_loop, tune_gc_for_campaigns
 from ambitab_gym.evaluation.process_executor import ProcessExecutor
 from ambitab_gym.llm import LLMClient
 from ambitab_gym.llm.sampling import SamplingTable
@@ -416,6 +416,7 @@ def _ratio(value: float | None) -> str:
 
 
 def main() -> None:
+    tune_gc_for_campaigns()  # as the ambitab-gym command line runs campaigns
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="AmbiTab-Bird-v0")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64])

@@ -78,9 +78,7 @@ def _solver_campaign(server, results, *extra: str) -> list[str]:
     )
 
 
-def test_half_the_episodes_errored_fails_then_retry_errors_completes_them(
-    server, tmp_path, capsys
-):
+def test_half_the_episodes_errored_fails_then_retry_errors_completes_them(server, tmp_path, capsys):
     results = tmp_path / "r.duckdb"
     server.fail_next("http_500", times=3)  # the first 3 of 6 episodes' solver requests
     status = main(_solver_campaign(server, results))
@@ -188,8 +186,13 @@ def test_seeds_that_cannot_vary_anything_get_a_note(tmp_path, capsys):
 
 
 def test_no_seed_note_for_one_seed_or_an_llm_part(server, tmp_path, capsys):
-    assert main(["evaluate", "AmbiTab-TACO-v0", "--limit", "1", "--no-progress"]
-                + ["--results", str(tmp_path / "a.duckdb")]) == 0
+    assert (
+        main(
+            ["evaluate", "AmbiTab-TACO-v0", "--limit", "1", "--no-progress"]
+            + ["--results", str(tmp_path / "a.duckdb")]
+        )
+        == 0
+    )
     assert "note:" not in capsys.readouterr().out
     argv = ["evaluate", "AmbiTab-TACO-v0", "--solver", "llm", "--limit", "1", "--seeds", "2"]
     argv += ["--no-progress", "--results", str(tmp_path / "b.duckdb")]
@@ -206,22 +209,46 @@ def test_the_store_replaces_only_errored_rows_handed_out_for_retry(tmp_path):
     records = [Record("ok"), Record("bad")]
     with ResultsStore(tmp_path / "r.duckdb") as store:
         store.add_campaign("c", {}, kind="evaluate", corpus="x")
-        store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
-                           "record_id": "ok", "success": 1.0})
-        store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
-                           "record_id": "bad", "success": 0.0, "error": "connection"})
+        store.add_episode(
+            {"campaign_id": "c", "condition": "asker", "seed": 0, "record_id": "ok", "success": 1.0}
+        )
+        store.add_episode(
+            {
+                "campaign_id": "c",
+                "condition": "asker",
+                "seed": 0,
+                "record_id": "bad",
+                "success": 0.0,
+                "error": "connection",
+            }
+        )
         store.flush()
         # a duplicate without a retry is ignored, even for the errored row
-        store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
-                           "record_id": "bad", "success": 1.0})
+        store.add_episode(
+            {
+                "campaign_id": "c",
+                "condition": "asker",
+                "seed": 0,
+                "record_id": "bad",
+                "success": 1.0,
+            }
+        )
         store.flush()
         assert store.errored_keys("c") == {("asker", 0, "bad")}
         assert store.pending("c", [0], ["asker"], records) == []
         todo = store.pending("c", [0], ["asker"], records, retry_errors=True)
         assert [(c, s, r.id) for c, s, r in todo] == [("asker", 0, "bad")]
         for rid in ("ok", "bad"):  # the completed row is never replaced
-            store.add_episode({"campaign_id": "c", "condition": "asker", "seed": 0,
-                               "record_id": rid, "success": 0.5, "error": None})
+            store.add_episode(
+                {
+                    "campaign_id": "c",
+                    "condition": "asker",
+                    "seed": 0,
+                    "record_id": rid,
+                    "success": 0.5,
+                    "error": None,
+                }
+            )
         store.flush()
         rows = {r["record_id"]: r for r in store.episodes("c")}
     assert len(rows) == 2
@@ -252,3 +279,24 @@ def test_a_server_that_stops_answering_stops_the_campaign(server, tmp_path, caps
     with ResultsStore(results) as store:
         rows = store.episodes()
     assert len(rows) == 6 and sum(1 for r in rows if r["error"]) == 2
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
+    # "ambitab-gym list | head": here the reader ("true") is gone before the first line
+    env = {**os.environ, "AMBITAB_GYM_HOME": str(tmp_path)}
+    command = f"{sys.executable} -m ambitab_gym list --components | true"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_a_library_campaign_leaves_the_garbage_collector_alone(tmp_path):
+    # only a process's entry (the command line, a campaign worker) tunes the collector
+    import gc
+
+    from ambitab_gym.evaluation import CampaignConfig, run_campaign
+
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    run_campaign(
+        CampaignConfig("bird", asker="full", limit=2), tmp_path / "r.duckdb", progress=False
+    )
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen

@@ -157,7 +157,7 @@ def test_wheel_bundles_py_typed_corpora_and_assets(wheel):
     entry_points = wheel.read(
         next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     ).decode()
-    assert "ambitab-gym = ambitab_gym.cli:main" in entry_points
+    assert "ambitab-gym = ambitab_gym.cli:entry" in entry_points
 
 
 def test_citation_file_is_cff_1_2():

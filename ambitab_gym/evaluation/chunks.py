@@ -36,7 +36,7 @@ from typing import Any
 import cloudpickle
 
 from ambitab_gym.errors import ConfigurationError
-from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, campaign_gc, run_units
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, run_units
 from ambitab_gym.llm.client import LLMClient
 from ambitab_gym.llm.usage import UsageSummary
 
@@ -48,7 +48,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 __all__ = [
     "UnitRunner",
     "check_executor_settings",
-    "dumps_plan", "loads_plan",
+    "dumps_plan",
+    "loads_plan",
     "new_event_loop",
     "slot_starts",
     "usage_since",
@@ -150,7 +151,7 @@ def usage_since(
             continue
         fields = (f.name for f in dataclasses.fields(total))
         change = UsageSummary(**{n: getattr(total, n) - getattr(earlier, n) for n in fields})
-        if change.calls:
+        if change.calls or change.cache_hits:  # calls the server answered, or the cache
             delta[role] = change
     return delta
 
@@ -215,13 +216,12 @@ class UnitRunner:
         ``i`` starts after ``start_offset_s + i * start_interval_s`` seconds (this worker's
         share of the campaign's staggered start: :func:`slot_starts`; 0: all at once)."""
         assert self.plan is not None, "load a plan first"
-        with campaign_gc():  # as a local run's: no rescans of every live request
-            self.loop.run_until_complete(
-                run_units(
-                    self.plan, units, concurrency=concurrency, on_row=on_row,
-                    start_offset_s=start_offset_s, start_interval_s=start_interval_s,
-                )
-            )  # fmt: skip
+        self.loop.run_until_complete(
+            run_units(
+                self.plan, units, concurrency=concurrency, on_row=on_row,
+                start_offset_s=start_offset_s, start_interval_s=start_interval_s,
+            )
+        )  # fmt: skip
 
     def close(self) -> None:
         """Close the worker's LLM pools and its loop."""

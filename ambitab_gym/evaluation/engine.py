@@ -30,8 +30,8 @@ units elsewhere (:class:`~ambitab_gym.evaluation.ray_executor.RayExecutor`: each
 
 Speed with many episodes in flight (``benchmarks/llm_throughput.py``): rows go to the results
 store through :class:`StoreWriter` (one writer thread, rows in arrival order, drained on every
-exit), so the event loop never waits for a DuckDB batch; :func:`campaign_gc` keeps the garbage
-collector from rescanning the campaign's long-lived objects; the loop is uvloop's when uvloop is
+exit), so the event loop never waits for a DuckDB batch; :func:`tune_gc_for_campaigns`, called
+at a process's entry, keeps the garbage collector from rescanning long-lived objects; the loop is uvloop's when uvloop is
 installed (the ``llm-fast`` extra); the slots start a fraction of a millisecond apart
 (``start_interval_s``, :data:`~ambitab_gym.defaults.SLOT_START_INTERVAL_S`), not in one burst
 that would keep them moving in waves against a server with regular latency.
@@ -46,8 +46,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -87,7 +86,6 @@ __all__ = [
     "ProgressLog",
     "StoreWriter",
     "WorkUnit",
-    "campaign_gc",
     "check_identity",
     "config_hash",
     "create_oracle",
@@ -98,6 +96,7 @@ __all__ = [
     "run_plan",
     "run_units",
     "seeds_can_vary",
+    "tune_gc_for_campaigns",
 ]
 
 
@@ -576,44 +575,18 @@ class StoreWriter:
             raise self.error
 
 
-_CAMPAIGN_GC_THRESHOLD = 20_000
+def tune_gc_for_campaigns() -> None:
+    """Fewer garbage-collector passes for a process that runs campaigns: what is alive now
+    (imported modules, corpora) leaves the collector's view (:func:`gc.freeze`) and the youngest
+    generation is collected every 20,000 allocations instead of 700. With hundreds of episodes
+    in flight the default thresholds rescan every live request many times a second
+    (``benchmarks/llm_throughput.py``; figures in benchmarks/RESULTS.md).
 
-
-@contextmanager
-def campaign_gc() -> Iterator[None]:
-    """Fewer garbage-collector passes while a campaign runs (restored afterwards).
-
-    The objects alive when the campaign starts (corpus, envs, verifier, imported modules) are
-    moved out of the collector's view (:func:`gc.freeze`), and the youngest generation is
-    collected every 20,000 allocations instead of 700: with hundreds of episodes in flight
-    the default thresholds rescan every live request many times a second (pauses of up to
-    60 ms on the event loop). Measured with ``benchmarks/llm_throughput.py`` at 256 in flight,
-    side by side: ratio 0.48-0.50 with it, 0.29-0.43 without, CPU per call 0.54-0.60 ms against
-    0.60-0.67 ms; no difference at 64. Episodes make few reference cycles, so the memory this
-    holds back stays small. The thresholds and the frozen set are restored on exit. They are
-    the process's: a campaign that starts while another one holds them (threads of one
-    process) leaves them alone, and the first one restores them when it ends.
-
-    >>> before = gc.get_threshold()
-    >>> with campaign_gc():
-    ...     with campaign_gc():  # nested (or concurrent): the outer one restores
-    ...         pass
-    ...     gc.get_threshold()[0]
-    20000
-    >>> gc.get_threshold() == before
-    True
+    It changes the whole process, so only a process's entry calls it (the command line, a
+    campaign worker), never a library function.
     """
-    thresholds = gc.get_threshold()
-    if thresholds[0] == _CAMPAIGN_GC_THRESHOLD:  # another campaign holds them
-        yield
-        return
     gc.freeze()
-    gc.set_threshold(_CAMPAIGN_GC_THRESHOLD, thresholds[1], thresholds[2])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+    gc.set_threshold(20_000, *gc.get_threshold()[1:])
 
 
 def run_loop(coro: Any) -> Any:
@@ -671,18 +644,17 @@ def _execute(
             )
 
     try:
-        with campaign_gc():
-            if executor is None:
-                run_loop(
-                    run_units(
-                        plan, units, concurrency=concurrency, on_row=on_row,
-                        start_interval_s=start_interval_s,
-                    )
-                )  # fmt: skip
-            else:
-                executor.run(
-                    plan, units, on_row, concurrency=concurrency, start_interval_s=start_interval_s
+        if executor is None:
+            run_loop(
+                run_units(
+                    plan, units, concurrency=concurrency, on_row=on_row,
+                    start_interval_s=start_interval_s,
                 )
+            )  # fmt: skip
+        else:
+            executor.run(
+                plan, units, on_row, concurrency=concurrency, start_interval_s=start_interval_s
+            )
     finally:
         bar.close()
         # every row handed over so far is stored, also when the campaign was interrupted

@@ -72,7 +72,7 @@ from ambitab_gym.evaluation.chunks import (
     usage_since,
     work_chunks,
 )
-from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, tune_gc_for_campaigns
 from ambitab_gym.llm.client import LLMClient
 
 __all__ = ["ProcessExecutor", "ProcessWorkerError"]
@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     by :class:`ProcessExecutor`): its two pipe ends as connections, then :func:`_serve`."""
     # Ctrl-C reaches the whole process group: the driver handles it and ends its workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tune_gc_for_campaigns()
     args = sys.argv[1:] if argv is None else argv
     tasks = Connection(int(args[0]), writable=False)
     results = Connection(int(args[1]), readable=False)

@@ -62,7 +62,7 @@ from ambitab_gym.evaluation.chunks import (
     usage_since,
     work_chunks,
 )
-from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit
+from ambitab_gym.evaluation.engine import CampaignPlan, WorkUnit, tune_gc_for_campaigns
 from ambitab_gym.llm.client import LLMClient
 from ambitab_gym.llm.usage import UsageSummary
 
@@ -85,6 +85,7 @@ class _Worker:
     empty and loads the plan again."""
 
     def __init__(self) -> None:
+        tune_gc_for_campaigns()  # the actor's process exists to run campaign units
         self.runner = UnitRunner()
 
     def run(
