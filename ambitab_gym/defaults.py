@@ -100,14 +100,9 @@ CONCURRENCY: int = 1
 #: Episodes (and requests) in flight at once against an LLM server, so it can batch.
 LLM_CONCURRENCY: int = 64
 #: Seconds between the first episodes of a campaign's slots (``--start-interval``): slot i
-#: starts i x this after the run begins, so C slots reach the LLM server over C x this seconds
-#: instead of in one burst. A burst never spreads out against a server with regular latency:
-#: the slots move in waves, and every reply queues behind its wave on the client's and the
-#: server's event loops. 0.4 ms is about the CPU one call costs the client's loop, so each
-#: first call is handled before the next arrives (``benchmarks/llm_throughput.py`` at 256 in
-#: flight, L = 0.1 s, 3 runs: floor ratio 0.86-0.90 at 0.4 ms, 0.68-0.89 all at once; 0.2 and
-#: 0.8 ms did no better; docs/scale.md). The cost is once per run: about C x this / 2 of one
-#: slot's time (51 ms at 256 in flight). 0: every slot at once.
+#: starts i x this after the run begins, so C slots reach the LLM server spread out rather than
+#: in one burst, whose waves would last the whole run against a server with regular latency.
+#: About the CPU one call costs the client's loop (docs/scale.md). 0: every slot at once.
 SLOT_START_INTERVAL_S: float = 0.0004
 
 #: Bootstrap resamples of the leakage intervals (paper Appendix E: 2,000).

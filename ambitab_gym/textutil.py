@@ -25,14 +25,14 @@ import ast
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import sqlglot
 from sqlglot import exp
 
-try:  # optional (the llm-fast extra): reads JSON several times faster than the standard library
+try:  # optional (the llm-fast extra): a faster JSON reader than the standard library's
     import orjson
 except ImportError:  # pragma: no cover - depends on the environment
     orjson = None
@@ -140,7 +140,13 @@ def code_blocks(text: str) -> list[CodeBlock]:
     >>> code_blocks("~~~SQL\\r\\nSELECT 1\\r\\n~~~")
     [CodeBlock(label='sql', body='SELECT 1')]
     """
-    return [_block(found.group(2)) for found in _FENCE.finditer(text)]
+    return list(_blocks(text))
+
+
+def _blocks(text: str) -> Iterator[CodeBlock]:
+    """:func:`code_blocks`, one at a time (a reader that stops early reads no further)."""
+    for found in _FENCE.finditer(text):
+        yield _block(found.group(2))
 
 
 def _block(inner: str) -> CodeBlock:
@@ -176,6 +182,8 @@ _MAX_LITERAL_CHARS = 20_000
 #: Longest text searched for a JSON object inside prose, and how many ``{`` are tried there.
 _MAX_EMBEDDED_CHARS = 100_000
 _MAX_EMBEDDED_TRIES = 64
+#: How many fenced blocks that look like an object (``{...}``) are decoded at most.
+_MAX_FENCED_TRIES = 64
 
 
 # what json.loads(..., parse_int=str, parse_float=str, parse_constant=str) builds on every call,
@@ -258,8 +266,9 @@ def find_json_object(text: str) -> dict | None:
     >>> find_json_object("no object here") is None
     True
 
-    Bounded on hostile text: prose longer than 100,000 characters is not searched, and at most
-    64 ``{`` inside prose are tried.
+    Bounded on hostile text: at most 64 fenced blocks that look like an object are decoded
+    (100,000 fences of ``{a}`` took 2-5 s), prose longer than 100,000 characters is not
+    searched, and at most 64 ``{`` inside prose are tried.
     """
     if not isinstance(text, str):
         return None
@@ -268,11 +277,16 @@ def find_json_object(text: str) -> dict | None:
         value = _loads(whole)
         if isinstance(value, dict):
             return value
-    for block in code_blocks(text):
-        if block.body.startswith("{"):
-            value = _loads(block.body)
+    tries = 0
+    for block in _blocks(text):
+        body = block.body
+        if body.startswith("{") and body.endswith("}"):  # nothing else decodes to an object
+            value = _loads(body)
             if isinstance(value, dict):
                 return value
+            tries += 1
+            if tries >= _MAX_FENCED_TRIES:
+                break
     if len(text) > _MAX_EMBEDDED_CHARS:
         return None
     decoder = json.JSONDecoder()
@@ -368,7 +382,10 @@ class ReplyTemplate:
 
 # -- SQL in text -----------------------------------------------------------------------------------
 
-_SQL_START = re.compile(r"(?is)\b(WITH\s+\w+(?:\s*\([^)]*\))?\s+AS\s*\(|SELECT\b)")
+#: (A CTE's column list holds no parenthesis: ``[^()]*`` stops at the next one, so each search
+#: reads any stretch of text a bounded number of times; ``[^)]*`` read from every ``WITH x (``
+#: to the end of a text without ``)``: "x with a (" 20,000 times took 4 s.)
+_SQL_START = re.compile(r"(?is)\b(WITH\s+\w+(?:\s*\([^()]*\))?\s+AS\s*\(|SELECT\b)")
 #: The first word of a text that is an SQL statement already: a keyword in upper or lower case
 #: (title case is prose: "With the data above, ..."), after comments and opening parentheses.
 _STATEMENT_WORDS = (
@@ -376,11 +393,12 @@ _STATEMENT_WORDS = (
     "attach|detach|from|table|show|describe|summarize|pivot|unpivot|copy|set|call|begin|"
     "commit|rollback|vacuum|analyze|reindex|truncate|merge|grant|revoke|load|install"
 )
-_STATEMENT = re.compile(
-    rf"(?:\s|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*(?:(?:{_STATEMENT_WORDS.upper()})|"
-    rf"(?:{_STATEMENT_WORDS}))(?![\w'])",
-    re.DOTALL,
-)
+#: What may come before a statement's first word: whitespace, comments, opening parentheses.
+#: Matched on its own (nothing follows it in the pattern, so it never backtracks: a block
+#: comment ends at its first ``*/``); one pattern with the keyword after it backtracked into
+#: the ways of splitting ``/*/*/...`` into comments, exponentially (60 characters: minutes).
+_LEAD = re.compile(r"(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\(+)*", re.DOTALL)
+_STATEMENT = re.compile(rf"(?:(?:{_STATEMENT_WORDS.upper()})|(?:{_STATEMENT_WORDS}))(?![\w'])")
 _STRICT_START = re.compile(r"(?<![\w`])((?:SELECT|WITH)\s.*)", re.DOTALL)  # upper case only
 _JSON_SQL_KEYS = ("output", "sql", "query", "final_sql")
 
@@ -389,7 +407,7 @@ def _is_statement(text: str) -> bool:
     """Whether ``text`` is an SQL statement as it stands (see :func:`extract_sql`, rule 0)."""
     if "```" in text or "~~~" in text:
         return False
-    return _STATEMENT.match(text) is not None
+    return _STATEMENT.match(text, _LEAD.match(text).end()) is not None
 
 
 def _parses_as_query(candidate: str) -> bool:
@@ -449,9 +467,14 @@ def extract_sql(text: str, *, last: bool = False, strict: bool = False) -> str |
                 value = obj.get(key)
                 if isinstance(value, str) and value.strip():
                     return unfence(value.strip())
-    fenced = [block.body for block in code_blocks(text) if block.is_sql]
-    if fenced:
-        return fenced[-1] if last else fenced[0]
+    fenced = None
+    for block in _blocks(text):
+        if block.is_sql:
+            fenced = block.body
+            if not last:
+                break
+    if fenced is not None:
+        return fenced
     if strict:
         bare = _STRICT_START.search(text)
         if bare is None:

@@ -23,9 +23,8 @@ Staggered starts. Every unit a worker runs starts its slots ``start_interval_s``
 units one after another, so each unit begins with all of its slots idle - one burst of
 ``concurrency`` requests per unit if they started together, and the waves a burst makes last
 the whole unit against a server with regular latency. A ramp costs about
-``concurrency x start_interval_s / 2`` of one slot's time per unit (51 ms at 256 in flight and
-the default interval, against some 2 episodes x calls x L per slot of a default-sized unit);
-the waves cost about as much on every round of calls. The first units of a campaign, which all
+``concurrency x start_interval_s / 2`` of one slot's time per unit, little beside a unit's
+rounds of calls; the waves cost about as much on every round. The first units of a campaign, which all
 workers start together, are interleaved across the workers (worker k's slot i starts as the
 campaign's slot k + workers x i: :func:`~ambitab_gym.evaluation.chunks.slot_starts`); later
 ones start whenever their worker is free, each over its own slots.

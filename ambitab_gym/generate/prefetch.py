@@ -341,8 +341,7 @@ def _work(
     it. Messages are ``(epoch, [task, ...])`` (at most ``batch`` tasks, in stream order) or
     ``(epoch, error)``; at most ``depth`` tasks are ahead of ``taken``, the tasks the consumer
     has received (a shared counter it adds to)."""
-    # the queue's feeder thread writes a message to the pipe only once it holds the GIL: hand
-    # it over within half a millisecond, not the default 5 ms (this process's setting only)
+    # the queue's feeder thread writes to the pipe only once it holds the GIL: switch sooner
     sys.setswitchinterval(_SWITCH_S)
     # kept across jobs: a database depends only on its key
     pool = inherited if inherited is not None else DatabasePool()
