@@ -197,6 +197,22 @@ def llm_usage(client: Any) -> tuple[str, dict] | None:
     return format_usage(by_role), {role: usage.to_dict() for role, usage in by_role.items()}
 
 
+def run_options(args: argparse.Namespace, client: Any, prog: str) -> dict[str, Any]:
+    """The keyword arguments of ``run_campaign`` and ``run_leakage`` that the campaign options
+    of ``evaluate`` and ``leakage`` set (all but the configuration, store and concurrency)."""
+    return {
+        "llm_client": client,
+        "progress": not args.no_progress,
+        "oracle_options": oracle_options(args),
+        "executor": executor_from_args(args, client, prog=prog),
+        "retry_errors": args.retry_errors,
+        "new_campaign": args.new_campaign,
+        "progress_interval": args.progress_interval,
+        "abort_after": args.abort_after,
+        "start_interval_s": args.start_interval,
+    }
+
+
 def campaign_outcome(
     summary_errors: dict, episodes: int, args: argparse.Namespace, prog: str
 ) -> int:
@@ -253,18 +269,7 @@ def run(args: argparse.Namespace) -> int:
                     llm=llm_identity(args),
                 )
                 summary = run_campaign(
-                    config,
-                    store,
-                    concurrency=concurrency,
-                    llm_client=client,
-                    progress=not args.no_progress,
-                    oracle_options=oracle_options(args),
-                    executor=executor_from_args(args, client, prog=prog),
-                    retry_errors=args.retry_errors,
-                    new_campaign=args.new_campaign,
-                    progress_interval=args.progress_interval,
-                    abort_after=args.abort_after,
-                    start_interval_s=args.start_interval,
+                    config, store, concurrency=concurrency, **run_options(args, client, prog)
                 )
                 if args.csv:
                     path = _csv_path(args.csv, corpus.name, len(names), len(runs))

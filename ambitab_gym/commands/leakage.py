@@ -16,7 +16,6 @@ from ambitab_gym.commands._args import (
     check_component,
     component_help,
     either,
-    executor_from_args,
     non_negative_int,
     positive_int,
     results_file,
@@ -128,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         llm_client_from,
         llm_identity,
         llm_usage,
-        oracle_options,
+        run_options,
         seeds_note_for,
     )
     from ambitab_gym.corpora import CorpusNotFound, load_corpus
@@ -176,17 +175,9 @@ def run(args: argparse.Namespace) -> int:
                 config,
                 store,
                 concurrency=concurrency,
-                llm_client=client,
-                progress=not args.no_progress,
                 resamples=args.resamples,
                 bootstrap_seed=args.bootstrap_seed,
-                oracle_options=oracle_options(args),
-                executor=executor_from_args(args, client, prog=prog),
-                retry_errors=args.retry_errors,
-                new_campaign=args.new_campaign,
-                progress_interval=args.progress_interval,
-                abort_after=args.abort_after,
-                start_interval_s=args.start_interval,
+                **run_options(args, client, prog),
             )
             rows = store.episodes(campaign_id)
     except (AmbiTabError, CorpusNotFound, ValueError, RuntimeError, OSError) as error:
