@@ -516,3 +516,169 @@ def test_an_export_file_is_named_as_such(hand_file, tmp_path, capsys):
         "file of `ambitab-gym evaluate`, by default <data home>/results/ambitab-results.duckdb)\n"
     )
     assert export.read_bytes() == before and not (tmp_path / "rep").exists()
+
+
+# -- many settings: the legend and the tables at 1400 px (issue 31) ------------------------------
+
+#: Campaign configurations that differ in every setting a label names (asker, oracle, solver,
+#: llm, budget slack, limit, seeds): the report's labels then carry seven ``key: value`` pairs.
+SEVERAL_SETTINGS = (
+    {"asker": "generic", "oracle": "deterministic", "solver": "interpretation", "llm": None},
+    {
+        "asker": "mypkg.askers:WordAsker",
+        "oracle": "llm",
+        "solver": "llm",
+        "llm": {"model": "qwen3-14b-instruct-awq"},
+    },
+    {"asker": "random-menu", "oracle": "leaky-sql-responder", "solver": "dialogue-sql-blind"},
+    {"asker": "generic", "oracle": "leaky-sql-responder", "solver": "interpretation"},
+)
+
+
+def several_settings_file(path: Path) -> Path:
+    """A results file of evaluate campaigns on three corpora whose configurations differ in
+    several settings at once (hand-made episodes: cheap, no env runs)."""
+    corpora = (("bird", "AmbiTab-Bird-v0"), ("bird_interact", "AmbiTab-BIRD-Interact-v0"))
+    corpora += (("taco", "AmbiTab-TACO-v0"),)
+    with ResultsStore(path) as store:
+        for c, (corpus, env_id) in enumerate(corpora):
+            for i, settings in enumerate(SEVERAL_SETTINGS):
+                cid = f"{corpus}-{i}-{'5e7a1c' * 4}"
+                seeds = list(range(1 + i % 3))
+                config = {**settings, "budget_slack": i, "limit": 12 + 28 * (i % 2), "seeds": seeds}
+                store.add_campaign(cid, config, kind="evaluate", corpus=corpus, env_id=env_id)
+                for seed in seeds:
+                    for condition, success in (("none", 0), ("asker", (i + c) % 2), ("full", 1)):
+                        for record in ("r0", "r1"):
+                            row = episode(cid, condition, seed, record, success, 0.5, 1.0, 2 / 3)
+                            store.add_episode(row)
+    return path
+
+
+def wide_page(results: Path, out: Path) -> Path:
+    """The report page of :func:`several_settings_file` plus leakage rows (paper Table 14) and
+    audit rows with long oracle names and wide numbers: the widest tables a report writes."""
+    from types import SimpleNamespace as NS
+
+    from ambitab_gym.evaluation.report import LeakageEntry, collect_entries, render_html
+
+    with ResultsStore(results) as store:
+        entries, _ = collect_entries(store)
+    names = {"d_j_resp": "dJ_resp", "d_rec_spec": "dRec_spec^Q", "d_j_full": "dJ_full"}
+    names["d_rec_none"] = "dRec_none"
+
+    def diagnostic(label: str) -> NS:
+        interval = NS(mean=-0.123456, lo=-0.1234, hi=0.2345, units=1234)
+        return NS(spec=NS(label=label), interval=interval, sd=0.0567, per_seed={0: 0, 1: 0})
+
+    oracles = ("llm (qwen3-14b-instruct-awq) matcher + reference responder", "deterministic")
+    report = NS(diagnostics={k: diagnostic(v) for k, v in names.items()}, episodes=123456)
+    report.reference_ok = True
+    leakage = [
+        LeakageEntry(f"leak{i}", o, "BIRD-Interact/dev", report) for i, o in enumerate(oracles)
+    ]
+    audit = [
+        {"oracle": o, "corpus": "BIRD-Interact", "items": 1420, "audited": 1420, "share": 1.0}
+        | {m: 473 for m in ("faithful", "reveals_more", "wrong")}
+        | {f"{m}_share": 1 / 3 for m in ("faithful", "reveals_more", "wrong")}
+        for o in oracles
+    ]
+    page = out / "report.html"
+    page.write_text(render_html(entries, leakage=leakage, audit=audit, source=str(results)))
+    return page
+
+
+#: Setting labels past anything a results file yields: seven settings, a value with no space
+#: to break at, many campaigns on one corpus (the narrowest figure).
+EXTREME_LABELS = [
+    "asker: generic, oracle: llm (qwen3-14b), solver: interpretation, llm: qwen3-14b, "
+    "budget_slack: 2, limit: 40, seeds: 3 seeds",
+    "asker: " + "VeryLongAskerClassNameWithoutAnySpaceToBreakAt" * 2,
+    *(f"asker: a{i}, oracle: leaky-sql-responder, solver: dialogue-sql-blind" for i in range(6)),
+]
+
+
+def assert_legends_inside(fig, labels: list[str]) -> None:
+    """Every legend entry of ``fig`` lies inside the figure (what is saved) and off the panels,
+    and the series legend holds every label, only wrapped."""
+    fig.draw_without_rendering()
+    whole = fig.bbox
+    assert fig.legends
+    for legend in fig.legends:
+        for text in legend.get_texts():
+            box = text.get_window_extent()
+            inside = (box.x0 >= whole.x0 - 0.5, box.x1 <= whole.x1 + 0.5)
+            inside += (box.y0 >= whole.y0 - 0.5, box.y1 <= whole.y1 + 0.5)
+            assert all(inside), (text.get_text(), box, whole)
+        for ax in fig.axes:
+            assert not legend.get_window_extent().overlaps(ax.get_tightbbox()), ax.get_title()
+
+    def bare(text: str) -> str:  # wrapping adds line breaks only
+        return re.sub(r"\s", "", text)
+
+    shown = [[bare(t.get_text()) for t in legend.get_texts()] for legend in fig.legends]
+    assert [bare(label) for label in labels] in shown
+
+
+def test_settings_legend_is_never_clipped(tmp_path):
+    """Campaigns that differ in several settings: in figure3 (saved as the report saves it) and
+    in the narrowest panel every legend text lies inside the saved image (issue 31)."""
+    from ambitab_gym.evaluation.report import collect_entries
+    from ambitab_gym.evaluation.report_figures import draw_figures, save_figure
+
+    with ResultsStore(several_settings_file(tmp_path / "r.duckdb")) as store:
+        entries, _ = collect_entries(store)
+    labels = list(dict.fromkeys(e.label for e in entries))
+    assert len(labels) == 4 and all(label.count(": ") == 7 for label in labels), labels
+    figures = dict(draw_figures(entries, dpi=100))
+    png = save_figure(figures["figure3"], tmp_path / "figure3", dpi=100, suffixes=["png"])[0]
+    width, height, _ = png_size(png)  # the saved image is the whole figure, as laid out
+    assert abs(width - figures["figure3"].bbox.width) < 1
+    assert abs(height - figures["figure3"].bbox.height) < 1
+    for name in ("figure3", "precision"):  # the widest and the narrowest
+        assert_legends_inside(figures[name], labels)
+
+
+def test_extreme_settings_legend_is_never_clipped():
+    """Eight settings with long labels, one unbreakable, on one corpus: still inside."""
+    from ambitab_gym.evaluation.report_figures import draw_figures
+
+    entries = [_entry("Bird", label, 0.4, 0.6, 0.9) for label in EXTREME_LABELS]
+    figures = dict(draw_figures(entries, dpi=72))
+    for name in ("figure3", "precision"):  # the widest and the narrowest
+        assert_legends_inside(figures[name], EXTREME_LABELS)
+
+
+def test_tables_wrap_names_and_scroll_inside_the_page(tmp_path):
+    """The HTML that keeps Table 8 and Table 14 within 1400 px (checked in Chromium by
+    tests/test_report_browser.py): every table in a box that scrolls sideways, numbers on one
+    line, setting labels free to break only between their ``key: value`` pairs, leakage cells
+    between estimate, interval and cluster count."""
+    from ambitab_gym.evaluation.report import _CSS
+
+    page = wide_page(several_settings_file(tmp_path / "r.duckdb"), tmp_path)
+    text = page.read_text("utf-8")
+    rules = dict(re.findall(r"([^{}]+)\{([^{}]*)\}", _CSS))
+    assert "max-width:88rem" in rules["body"] and "overflow-x:auto" in rules[".tw"]
+    assert "white-space:nowrap" in rules["th,td"] and "white-space:normal" in rules["td.w,td.lk"]
+    assert "white-space:nowrap" in rules[".kv,.nw"]
+    for table in ("summary", "campaigns", "leakage", "audit"):
+        assert f'<div class="tw"><table id="{table}">' in text, table
+        body = text.split(f'<table id="{table}">', 1)[1]
+        assert body.split("</table>", 1)[1].startswith("</div>"), table
+    summary = text.split('<table id="summary">', 1)[1].split("</table>", 1)[0]
+    settings = re.findall(r'<td class="l w">(.*?)</td>', summary)
+    corpora = re.findall(r'<tr[^>]*><td class="l">([^<]*)</td>', summary)
+    assert len(settings) == len(corpora) == 12 and "BIRD-Interact" in corpora
+    for cell in settings:
+        pairs = re.findall(r'<span class="kv">([^<]*)</span>', cell)
+        assert len(pairs) == 7 and cell == " ".join(f'<span class="kv">{p}</span>' for p in pairs)
+    leakage = text.split('<table id="leakage">', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r'<td class="lk" [^>]*>(.*?)</td>', leakage)
+    assert len(cells) == 8
+    for cell in cells:
+        assert re.findall(r'<span class="nw">([^<]*)</span>', cell) == [
+            "-12.35 ± 5.67",
+            "[-12.34, 23.45]",
+            "· 1234 clusters",
+        ]

@@ -285,3 +285,48 @@ def test_audit_page_exports_marks_that_import(page, results, tmp_path, capsys):
     assert {v["auditor"] for v in marks.values()} == {"tester"}
     wrong = next(v for v in marks.values() if v["mark"] == "wrong")
     assert wrong["note"] == "says ten, resolution says five"
+
+
+def test_tables_fit_a_1400px_window(page, tmp_path):
+    """Table 8 (summary), the campaigns, Table 14 (leakage) and the audit shares of campaigns
+    that differ in several settings stay within a 1400 px window: no table scrolls, none widens
+    the page, numbers and corpora stay on one line (issue 31)."""
+    from test_report import several_settings_file, wide_page
+
+    html = wide_page(several_settings_file(tmp_path / "r.duckdb"), tmp_path)
+    page.goto(html.as_uri())
+    width = page.evaluate("document.documentElement.clientWidth")
+    assert width == 1400
+    for table in ("summary", "campaigns", "leakage", "audit"):
+        box = page.evaluate(
+            """id => {
+                const table = document.getElementById(id), box = table.getBoundingClientRect();
+                const wrap = table.parentElement;
+                return {left: box.left, right: box.right, wrap: wrap.className,
+                        scroll: wrap.scrollWidth, client: wrap.clientWidth};
+            }""",
+            table,
+        )
+        assert box["wrap"] == "tw", table
+        assert box["left"] >= 0 and box["right"] <= width, (table, box)
+        assert box["scroll"] <= box["client"], (table, box)
+    assert page.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+    # a number, a corpus or a leakage line is never broken; a setting only between its pairs
+    lines = page.evaluate(
+        """() => {
+            const count = el => {
+                const range = document.createRange();
+                range.selectNodeContents(el);
+                return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+            };
+            const pick = s => [...document.querySelectorAll(s)].map(count);
+            return {numbers: pick("#summary td:not(.l)"), corpora: pick("#summary td.l:not(.w)"),
+                    pieces: pick("#leakage .nw, #summary .kv")};
+        }"""
+    )
+    for kind, counts in lines.items():
+        assert counts and set(counts) == {1}, (kind, counts)
+    page.screenshot(path=str(tmp_path / "tables.png"), full_page=True)
+    assert page.problems == []

@@ -362,14 +362,21 @@ _COLUMNS = (
     ("Difference (pp)", "Gain", lambda s: s.gain),
     ("Difference (pp)", "Gap", lambda s: s.gap),
 )
+#: The page's style. Tables fit a 1400 px window however many settings differ: the page is
+#: 88rem wide (prose stays at 60rem), numbers, ids and corpora never wrap, names (``.w``) and
+#: headings do - a setting label between its ``key: value`` pairs (``.kv``), a leakage cell between
+#: its estimate, interval and cluster count (``.nw``) - and each table sits in a ``.tw`` box
+#: that scrolls sideways, so a wider table never widens the page.
 _CSS = (
     'body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;'
-    "max-width:72rem;padding:0 1rem;color:#222}h1{font-size:1.5rem}h2{font-size:1.15rem;"
-    "margin-top:2rem}table{border-collapse:collapse;font-size:.9rem;margin:1rem 0}th,td{padding:"
-    ".3rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}thead tr:last-"
-    "child th{border-bottom:2px solid #444}th{text-align:center}.l{text-align:left}tr.first td"
-    "{border-top:1.5px solid #999}img{max-width:100%;height:auto}figcaption,.note{font-size:.9rem;"
-    "color:#555;max-width:60rem}code{font-size:.85rem}"
+    "max-width:88rem;padding:0 1rem;color:#222}h1{font-size:1.5rem}h2{font-size:1.15rem;"
+    "margin-top:2rem}.tw{max-width:100%;overflow-x:auto}table{border-collapse:collapse;font-size:"
+    ".9rem;margin:1rem 0}th,td{padding:.3rem .6rem;border-bottom:1px solid #ddd;text-align:"
+    "right;white-space:nowrap}th{white-space:normal}td.w,td.lk{white-space:normal;overflow-wrap:"
+    "break-word}.kv,.nw{white-space:nowrap}thead tr:last-child th{border-bottom:2px solid #444}"
+    "th{text-align:center}.l{text-align:left}tr.first td{border-top:1.5px solid #999}img{max-width:"
+    "min(100%,72rem);height:auto}figcaption,.note{font-size:.9rem;color:#555;max-width:60rem}"
+    "code{font-size:.85rem}"
 )
 _CAPTION = (
     "(a) Success rate without disambiguation (pale bar, left), with the evaluated asker (solid "
@@ -394,10 +401,12 @@ def _cell(stat: Stat) -> str:
     return f'<td data-mean="{stat.mean!r}" data-sd="{sd!r}">{text}</td>'
 
 
-def _tds(cells: Iterable[Any], left: int) -> str:
-    """Table cells, the first ``left`` of them left-aligned."""
+def _tds(cells: Iterable[Any], left: int, wrap: Iterable[int] = ()) -> str:
+    """Table cells, the first ``left`` of them left-aligned; those at the indices ``wrap`` free
+    to wrap (names and settings; numbers, ids and corpora stay on one line)."""
+    wrap = set(wrap)
     tds = (
-        f'<td class="l">{html.escape(str(c))}</td>'
+        f'<td class="{"l w" if i in wrap else "l"}">{html.escape(str(c))}</td>'
         if i < left
         else f"<td>{html.escape(str(c))}</td>"
         for i, c in enumerate(cells)
@@ -405,15 +414,37 @@ def _tds(cells: Iterable[Any], left: int) -> str:
     return "".join(tds)
 
 
+def _setting(label: str) -> str:
+    """A setting label as a cell's HTML: each ``key: value`` pair kept on one line, the line
+    free to break between pairs (the text is the label's).
+
+    >>> _setting("oracle: llm, solver: a<b")
+    '<span class="kv">oracle: llm,</span> <span class="kv">solver: a&lt;b</span>'
+    """
+    pairs = label.split(", ")
+    return " ".join(
+        f'<span class="kv">{html.escape(pair)}{"," if i < len(pairs) - 1 else ""}</span>'
+        for i, pair in enumerate(pairs)
+    )
+
+
+def _scroll(table: str) -> str:
+    """``table``'s opening tag inside the box that scrolls sideways (closed by ``</div>``)."""
+    return f'<div class="tw">{table}'
+
+
 def _leakage_cell(cell: Mapping[str, Any]) -> str:
     if cell["mean"] is None:
         return '<td data-mean="">&ndash;</td>'
     attrs = " ".join(f'data-{key}="{cell[key]!r}"' for key in ("mean", "sd", "lo", "hi", "units"))
-    text = f"{cell['mean']:.2f} ± {cell['sd'] or 0.0:.2f}"
+    text = f'<span class="nw">{cell["mean"]:.2f} ± {cell["sd"] or 0.0:.2f}</span>'
     if cell["lo"] is not None and cell["hi"] is not None:
         clusters = "1 cluster" if cell["units"] == 1 else f"{cell['units']} clusters"
-        text += f'<br><span class="ci">[{cell["lo"]:.2f}, {cell["hi"]:.2f}] · {clusters}</span>'
-    return f"<td {attrs}>{text}</td>"
+        text += (
+            f'<br><span class="ci"><span class="nw">[{cell["lo"]:.2f}, {cell["hi"]:.2f}]</span> '
+            f'<span class="nw">· {clusters}</span></span>'
+        )
+    return f'<td class="lk" {attrs}>{text}</td>'
 
 
 def _figure(path: Path, alt: str, caption: str, links: str) -> str:
@@ -459,16 +490,17 @@ def _leakage_section(leakage: Sequence[LeakageEntry], by_name: Mapping[str, Path
     labels = [cell["label"] for cell in leakage[0].cells().values()]
     heads = "".join(f"<th>{esc(label)}</th>" for label in labels)
     parts.append(
-        '<table id="leakage"><thead><tr><th class="l">Oracle</th><th class="l">Dataset</th>'
+        _scroll('<table id="leakage">')
+        + '<thead><tr><th class="l">Oracle</th><th class="l">Dataset</th>'
         f"<th>Seeds</th><th>Episodes</th>{heads}<th>Check</th></tr></thead><tbody>"
     )
     for e in leakage:
         ok = getattr(e.report, "reference_ok", None)
         check = "not run" if ok is None else ("ok" if ok else "FAILED")
         cells = "".join(_leakage_cell(c) for c in e.cells().values())
-        head = _tds((e.oracle, e.dataset, e.seeds, e.report.episodes), 2)
+        head = _tds((e.oracle, e.dataset, e.seeds, e.report.episodes), 2, wrap=(0,))
         parts.append(f'<tr data-campaign="{esc(e.campaign_id)}">{head}{cells}<td>{check}</td></tr>')
-    parts += ["</tbody></table>", f'<p class="note">{_LEAKAGE_NOTE}</p>']
+    parts += ["</tbody></table></div>", f'<p class="note">{_LEAKAGE_NOTE}</p>']
     return parts
 
 
@@ -479,19 +511,20 @@ def _audit_section(audit: Sequence[Mapping[str, Any]]) -> list[str]:
     heads = ("Oracle", "Corpus", "Answers", "Audited", *AUDIT_LABELS.values())
     parts = [
         "<h2>Oracle-response audit</h2>",
-        '<table id="audit"><thead><tr>'
+        _scroll('<table id="audit">')
+        + "<thead><tr>"
         + "".join(f'<th class="{"l" if i < 2 else ""}">{h}</th>' for i, h in enumerate(heads))
         + "</tr></thead><tbody>",
     ]
     for row in audit:
-        head = _tds((row["oracle"], row["corpus"], row["items"]), 2)
+        head = _tds((row["oracle"], row["corpus"], row["items"]), 2, wrap=(0,))
         audited = f'<td data-share="{row["share"]!r}">{row["audited"]} ({share(row["share"])})</td>'
         marks = "".join(
             f'<td data-mark="{m}" data-count="{row[m]}">{row[m]} ({share(row[m + "_share"])})</td>'
             for m in AUDIT_LABELS
         )
         parts.append(f"<tr>{head}{audited}{marks}</tr>")
-    parts += ["</tbody></table>", f'<p class="note">{_AUDIT_NOTE}</p>']
+    parts += ["</tbody></table></div>", f'<p class="note">{_AUDIT_NOTE}</p>']
     return parts
 
 
@@ -571,17 +604,18 @@ def _summary_tables(entries: Sequence[ReportEntry]) -> list[str]:
     )
     parts = [
         "<h2>Success rate and asking quality</h2>",
-        f'<table id="summary"><thead><tr>{fixed}{spans}</tr><tr>',
+        _scroll('<table id="summary">') + f"<thead><tr>{fixed}{spans}</tr><tr>",
         "".join(f"<th>{esc(name)}</th>" for _, name, _ in _COLUMNS) + "</tr></thead><tbody>",
     ]
     previous = None
     for e in entries:
         first = ' class="first"' if previous not in (None, e.group) else ""
         previous = e.group
-        head = _tds((e.group, e.label, e.seeds, e.summary.episodes), 2)
+        setting = f'<td class="l w">{_setting(e.label)}</td>'
+        head = _tds((e.group,), 1) + setting + _tds((e.seeds, e.summary.episodes), 0)
         cells = "".join(_cell(get(e.summary)) for _, _, get in _COLUMNS)
         parts.append(f'<tr{first} data-campaign="{esc(e.campaign_id)}">{head}{cells}</tr>')
-    parts += ["</tbody></table>", f'<p class="note">{_NOTE}</p>', "<h2>Campaigns</h2>"]
+    parts += ["</tbody></table></div>", f'<p class="note">{_NOTE}</p>', "<h2>Campaigns</h2>"]
     heads = (
         "Campaign",
         "Corpus",
@@ -594,7 +628,8 @@ def _summary_tables(entries: Sequence[ReportEntry]) -> list[str]:
         "Reveals SQL",
     )
     parts.append(
-        '<table id="campaigns"><thead><tr>'
+        _scroll('<table id="campaigns">')
+        + "<thead><tr>"
         + "".join(f'<th class="{"l" if i < 6 else ""}">{h}</th>' for i, h in enumerate(heads))
         + "</tr></thead><tbody>"
     )
@@ -607,8 +642,8 @@ def _summary_tables(entries: Sequence[ReportEntry]) -> list[str]:
         # answers reveal SQL (summary.unreadable_counts, summary.revealing_turns)
         unreadable = "/".join(str(e.summary.unreadable.get(r, 0)) for r in ROLES)
         reveals = e.summary.reveals_sql_episodes
-        parts.append(f"<tr>{_tds((*cells, errors, unreadable, reveals), 6)}</tr>")
-    parts.append("</tbody></table>")
+        parts.append(f"<tr>{_tds((*cells, errors, unreadable, reveals), 6, wrap=(2, 3, 4))}</tr>")
+    parts.append("</tbody></table></div>")
     return parts
 
 

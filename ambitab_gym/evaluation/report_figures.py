@@ -17,9 +17,9 @@ reference. Error bars: sample SD over seeds. Colours: the Okabe-Ito palette.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ambitab_gym.errors import MissingDependency
 from ambitab_gym.evaluation.summary import Stat
@@ -27,7 +27,15 @@ from ambitab_gym.evaluation.summary import Stat
 if TYPE_CHECKING:
     from ambitab_gym.evaluation.report import LeakageEntry, ReportEntry
 
-__all__ = ["PALETTE", "MissingPlotDependency", "import_matplotlib", "plot_figures", "plot_leakage"]
+__all__ = [
+    "PALETTE",
+    "MissingPlotDependency",
+    "draw_figures",
+    "import_matplotlib",
+    "plot_figures",
+    "plot_leakage",
+    "save_figure",
+]
 
 #: Okabe-Ito colours (distinguishable with the common colour-vision deficiencies).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
@@ -198,8 +206,137 @@ def _style_axes(ax, layout: _Layout, panel: str, title: str, rotate: bool) -> No
     ax.set_axisbelow(True)
 
 
+#: Legend geometry in font sizes, passed to every legend so the fitting below and the drawn
+#: legend agree: the handle, the pad after it, the space between columns, the pad inside.
+_LEGEND = {"handlelength": 1.6, "handletextpad": 0.8, "columnspacing": 1.2, "borderpad": 0.4}
+#: Share of the figure's width a legend may take (the rest is the layout's margin).
+_LEGEND_SHARE = 0.96
+#: Height (inches) each legend may take without the figure growing: about two rows.
+_LEGEND_ROOM = 0.4
+
+
+def _text_width(text: str, size: float) -> float:
+    """Width in points of ``text`` (one line per ``\\n``) in the current font at ``size``."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    measure, font = TextToPath(), FontProperties(size=size)
+    return max(
+        (
+            measure.get_text_width_height_descent(line, font, ismath=False)[0]
+            for line in text.split("\n")
+        ),
+        default=0.0,
+    )
+
+
+def _wrap_label(text: str, width: float, size: float) -> str:
+    """``text`` broken into lines of at most ``width`` points: after the commas of a
+    ``key: value, key: value`` setting label, then at spaces, then anywhere."""
+    import textwrap
+
+    if _text_width(text, size) <= width:
+        return text
+    parts = text.split(", ")
+    pieces = [p + ("," if i < len(parts) - 1 else "") for i, p in enumerate(parts)]
+    words = []
+    for piece in pieces:  # a piece too wide alone: at spaces, then by characters
+        if _text_width(piece, size) <= width:
+            words.append(piece)
+            continue
+        per_char = _text_width(piece, size) / max(len(piece), 1)
+        words += textwrap.wrap(piece, max(1, int(width / per_char)), break_on_hyphens=False)
+    lines: list[str] = []
+    for word in words:
+        joined = f"{lines[-1]} {word}" if lines else word
+        if lines and _text_width(joined, size) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
+def _legend_size(labels: Sequence[str], ncol: int, size: float) -> tuple[float, float]:
+    """Width and height in points of a legend of ``labels`` in ``ncol`` columns, filled column
+    by column as matplotlib fills them (an estimate; the drawn legend is checked after)."""
+    rows = -(-len(labels) // ncol)
+    columns = [labels[i : i + rows] for i in range(0, len(labels), rows)]
+    text = sum(max(_text_width(label, size) for label in c) for c in columns)
+    per_column = (_LEGEND["handlelength"] + _LEGEND["handletextpad"]) * size
+    pads = (len(columns) - 1) * _LEGEND["columnspacing"] + 2 * _LEGEND["borderpad"]
+    lines = sum(
+        max(columns[c][r].count("\n") + 1 for c in range(len(columns)) if r < len(columns[c]))
+        for r in range(rows)
+    )
+    height = 1.25 * size * lines + (rows - 1) * 0.5 * size + 2 * _LEGEND["borderpad"] * size
+    return text + len(columns) * per_column + pads * size, height
+
+
+def _fit_legends(fig, specs: Sequence[tuple[Sequence, str, int]]) -> list:
+    """Figure legends, one per ``(handles, where, most columns)``, placed ``outside {where}
+    center``, that fit the figure's width, and the figure made tall enough for them.
+
+    Labels are wrapped to the width (:func:`_wrap_label`) and get as many columns as fit (at
+    most the spec's); the figure grows by what the legends need beyond :data:`_LEGEND_ROOM` each,
+    so constrained layout keeps the panels their height. The drawn legends are then measured:
+    one wider than the figure (the estimate was off) gets a column fewer, then narrower lines.
+    However many and however long the labels, no legend reaches past the figure's edges."""
+    import matplotlib
+
+    size = matplotlib.font_manager.FontProperties(
+        size=matplotlib.rcParams["legend.fontsize"]
+    ).get_size_in_points()
+    base = fig.get_figheight()
+    room = fig.get_figwidth() * 72 * _LEGEND_SHARE
+    text_room = (
+        room
+        - (_LEGEND["handlelength"] + _LEGEND["handletextpad"] + 2 * _LEGEND["borderpad"]) * size
+    )
+    shrink = [1.0] * len(specs)
+    columns = [max(1, min(len(handles), most)) for handles, _, most in specs]
+    legends: list = []
+    for _ in range(12):  # a column fewer or narrower lines per try; the first try fits in practice
+        for legend in legends:
+            legend.remove()
+        legends, needed = [], 0.0
+        for i, (handles, where, _) in enumerate(specs):
+            labels = [_wrap_label(h.get_label(), text_room * shrink[i], size) for h in handles]
+            while columns[i] > 1 and _legend_size(labels, columns[i], size)[0] > room * shrink[i]:
+                columns[i] -= 1
+            needed += _legend_size(labels, columns[i], size)[1] / 72
+            legends.append(
+                fig.legend(
+                    handles=list(handles),
+                    labels=labels,
+                    loc=f"outside {where} center",
+                    frameon=False,
+                    ncol=columns[i],
+                    **_LEGEND,
+                )
+            )
+        fig.set_figheight(base + max(0.0, needed - _LEGEND_ROOM * len(specs)))
+        fig.draw_without_rendering()
+        wide = [
+            i
+            for i, legend in enumerate(legends)
+            if legend.get_window_extent().x0 < fig.bbox.x0
+            or legend.get_window_extent().x1 > fig.bbox.x1
+        ]
+        if not wide:
+            break
+        for i in wide:
+            if columns[i] > 1:
+                columns[i] -= 1
+            else:
+                shrink[i] *= 0.85
+    drawn = sum(legend.get_window_extent().height for legend in legends) / fig.dpi
+    fig.set_figheight(base + max(0.0, drawn - _LEGEND_ROOM * len(specs)))
+    return legends
+
+
 def _legends(fig, layout: _Layout, negative: bool, with_success: bool) -> None:
-    """The conditions' key above the panels; the series' key (several settings) below."""
+    """The conditions' key above the panels; the series' key (several settings) below. Both are
+    fitted to the figure's width and the figure grows to hold them (:func:`_fit_legends`)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -215,19 +352,11 @@ def _legends(fig, layout: _Layout, negative: bool, with_success: bool) -> None:
     if negative:
         keys.append(Patch(edgecolor="#444444", hatch=_OVER, label="asker above full", **hatch))
     series = [Patch(color=layout.colours[label], label=label) for label in layout.labels]
-    for where, handles in (
-        ("upper", keys if with_success else []),
-        ("lower", [] if one else series),
-    ):
-        if handles:
-            fig.legend(
-                handles=handles,
-                loc=f"outside {where} center",
-                frameon=False,
-                ncol=min(len(handles), 5 if fig.get_figwidth() >= 6 else 2),
-                handlelength=1.6,
-                columnspacing=1.2,
-            )
+    specs = [(keys, "upper", 5 if fig.get_figwidth() >= 6 else 2)] if with_success else []
+    if not one:
+        specs.append((series, "lower", len(series)))
+    if specs:
+        _fit_legends(fig, specs)
 
 
 def plot_figures(
@@ -243,9 +372,26 @@ def plot_figures(
     """
     if not entries:
         raise ValueError("no evaluate campaigns to plot")
-    matplotlib, Figure = import_matplotlib()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for name, fig in draw_figures(entries, dpi=dpi):
+        paths += save_figure(fig, out / name, dpi=dpi)
+    return paths
+
+
+def draw_figures(entries: Sequence[ReportEntry], *, dpi: int = 200) -> Iterator[tuple[str, Any]]:
+    """The figures :func:`plot_figures` saves, as ``(name, Figure)`` pairs, laid out at ``dpi``.
+
+    Each figure is yielded inside the report's style (``matplotlib.rc_context``): draw or save it
+    (:func:`save_figure`) before asking for the next. Legends are fitted to the figure's width and
+    the figure grows to hold them, so the whole figure - ``fig.bbox``, what is saved - holds every
+    legend entry.
+
+    Raises:
+        MissingPlotDependency: matplotlib is not installed.
+    """
+    matplotlib, Figure = import_matplotlib()
     layout = _Layout(entries)
     groups, series = len(layout.groups), len(layout.labels)
     wide = min(9.0, max(4.2, 1.6 + 0.7 * groups * series**0.5))
@@ -255,10 +401,9 @@ def plot_figures(
         "precision": ((max(2.6, wide / 2), 2.6), ("precision",)),
         "recall": ((max(2.6, wide / 2), 2.6), ("recall",)),
     }
-    paths: list[Path] = []
     with matplotlib.rc_context(_STYLE):
         for name, (size, panels) in plans.items():
-            fig = Figure(figsize=size, layout="constrained")
+            fig = Figure(figsize=size, layout="constrained", dpi=dpi)
             if len(panels) == 3:
                 grid = fig.add_gridspec(2, 2, height_ratios=(1.15, 1))
                 axes = [
@@ -278,11 +423,20 @@ def plot_figures(
                 narrow = panel != "success" and groups * series > 4
                 _style_axes(ax, layout, panel, title, rotate=narrow and groups > 3)
             _legends(fig, layout, negative, "success" in panels)
-            for suffix in ("png", "pdf"):
-                path = out / f"{name}.{suffix}"
-                meta = {"CreationDate": None} if suffix == "pdf" else {"Software": None}
-                fig.savefig(path, dpi=dpi, metadata=meta)
-                paths.append(path)
+            yield name, fig
+
+
+def save_figure(
+    fig, stem: Path, *, dpi: int = 200, suffixes: Sequence[str] = ("png", "pdf")
+) -> list[Path]:
+    """Save ``fig`` as ``stem.png`` (``dpi``) and ``stem.pdf``, the whole figure as laid out
+    (no cropping: the saved image is ``fig.bbox``), without time stamps; returns the paths."""
+    paths = []
+    for suffix in suffixes:
+        path = stem.with_name(f"{stem.name}.{suffix}")
+        meta = {"CreationDate": None} if suffix == "pdf" else {"Software": None}
+        fig.savefig(path, dpi=dpi, metadata=meta)
+        paths.append(path)
     return paths
 
 
@@ -322,7 +476,7 @@ def plot_leakage(
     wide = min(9.0, max(4.6, 1.8 + 0.55 * len(groups) * len(oracles) ** 0.5))
     paths: list[Path] = []
     with matplotlib.rc_context(_STYLE):
-        fig = Figure(figsize=(wide, 5.0), layout="constrained")
+        fig = Figure(figsize=(wide, 5.0), layout="constrained", dpi=dpi)
         axes = fig.subplots(2, 2, sharex=True).ravel()
         for letter, name, ax in zip("abcd", names, axes, strict=False):
             ax.axhline(0, color="#555555", linewidth=0.8, zorder=1)
@@ -377,15 +531,6 @@ def plot_leakage(
             for i, o in enumerate(oracles)
         ]
         handles.append(Line2D([], [], color="#333333", label="95% AVT-cluster bootstrap interval"))
-        fig.legend(
-            handles=handles,
-            loc="outside lower center",
-            frameon=False,
-            ncol=min(len(handles), 3),
-        )
-        for suffix in ("png", "pdf"):
-            path = out / f"leakage.{suffix}"
-            meta = {"CreationDate": None} if suffix == "pdf" else {"Software": None}
-            fig.savefig(path, dpi=dpi, metadata=meta)
-            paths.append(path)
+        _fit_legends(fig, [(handles, "lower", 3)])
+        paths += save_figure(fig, out / "leakage", dpi=dpi)
     return paths
