@@ -267,8 +267,8 @@ def find_json_object(text: str) -> dict | None:
     True
 
     Bounded on hostile text: at most 64 fenced blocks that look like an object are decoded
-    (100,000 fences of ``{a}`` took 2-5 s), prose longer than 100,000 characters is not
-    searched, and at most 64 ``{`` inside prose are tried.
+    (every decoding that fails tries a Python literal too), prose longer than 100,000
+    characters is not searched, and at most 64 ``{`` inside prose are tried.
     """
     if not isinstance(text, str):
         return None
@@ -278,8 +278,10 @@ def find_json_object(text: str) -> dict | None:
         if isinstance(value, dict):
             return value
     tries = 0
-    for block in _blocks(text):
-        body = block.body
+    for found in _FENCE.finditer(text):
+        if "{" not in found.group(2):
+            continue
+        body = _block(found.group(2)).body
         if body.startswith("{") and body.endswith("}"):  # nothing else decodes to an object
             value = _loads(body)
             if isinstance(value, dict):
@@ -382,9 +384,9 @@ class ReplyTemplate:
 
 # -- SQL in text -----------------------------------------------------------------------------------
 
-#: (A CTE's column list holds no parenthesis: ``[^()]*`` stops at the next one, so each search
-#: reads any stretch of text a bounded number of times; ``[^)]*`` read from every ``WITH x (``
-#: to the end of a text without ``)``: "x with a (" 20,000 times took 4 s.)
+#: (A CTE's column list holds no parenthesis: ``[^()]*`` stops at the next one, so a search
+#: reads each stretch of text a bounded number of times; ``[^)]*`` read on from every
+#: ``WITH x (`` to the end of a text without ``)``, quadratic in the text.)
 _SQL_START = re.compile(r"(?is)\b(WITH\s+\w+(?:\s*\([^()]*\))?\s+AS\s*\(|SELECT\b)")
 #: The first word of a text that is an SQL statement already: a keyword in upper or lower case
 #: (title case is prose: "With the data above, ..."), after comments and opening parentheses.
@@ -396,7 +398,7 @@ _STATEMENT_WORDS = (
 #: What may come before a statement's first word: whitespace, comments, opening parentheses.
 #: Matched on its own (nothing follows it in the pattern, so it never backtracks: a block
 #: comment ends at its first ``*/``); one pattern with the keyword after it backtracked into
-#: the ways of splitting ``/*/*/...`` into comments, exponentially (60 characters: minutes).
+#: the ways of splitting ``/*//*/...`` into comments, exponentially in the text's length.
 _LEAD = re.compile(r"(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\(+)*", re.DOTALL)
 _STATEMENT = re.compile(rf"(?:(?:{_STATEMENT_WORDS.upper()})|(?:{_STATEMENT_WORDS}))(?![\w'])")
 _STRICT_START = re.compile(r"(?<![\w`])((?:SELECT|WITH)\s.*)", re.DOTALL)  # upper case only

@@ -25,6 +25,7 @@ from ambitab_gym.actions import (
     parse_action,
     read_sql_action,
 )
+from ambitab_gym.textutil import CodeBlock, code_blocks, extract_sql, find_json_object
 
 ENV_ID = "AmbiTab-Bird-v0"
 FORMS = {"question", "stop", "json", "sql", "unreadable", "ignored"}
@@ -177,6 +178,93 @@ def test_enormous_strings_are_cut():
     assert len(reading.text) <= MAX_QUESTION_CHARS and reading.text.startswith("why why")
     assert reading.text.endswith("more characters cut]")
     assert "cut to 10,000 characters" in reading.note
+
+
+# -- repeated code fences and comments: read in linear time (issue 30) --------------------------
+
+FENCES = 100_000
+
+
+def _fence_bodies(text: str, marker: str = "```") -> list[tuple[str, str]]:
+    """A reference reading of a text made of ``marker`` fences only: the inside of each pair,
+    as (label, body) for a label on its own line."""
+    parts = text.split(marker)
+    blocks = []
+    for inner in parts[1:-1:2]:
+        head, newline, rest = inner.partition("\n")
+        if newline and head.strip().isalnum():
+            blocks.append((head.strip().lower(), rest.strip()))
+        else:
+            blocks.append(("", inner.strip()))
+    return blocks
+
+
+def _reference_json(text: str) -> dict | None:
+    """The first fenced JSON object among the first 64 fenced bodies that look like one."""
+    candidates = [b for _, b in _fence_bodies(text) if b.startswith("{") and b.endswith("}")]
+    for body in candidates[:64]:
+        try:
+            value = json.loads(body)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def test_repeated_code_fences_small_cases_by_hand():
+    assert code_blocks("```{``````{```") == [CodeBlock("", "{"), CodeBlock("", "{")]
+    sql = read_sql_action("```{```" * 3 + "```sql\nSELECT 1\n```")
+    assert (sql.text, sql.form) == ("SELECT 1", "sql")
+    done = '```json\n{"type": "clarification", "output": "Which year?"}\n```'
+    assert parse_action("```{a}```" * 3 + done).text == "Which year?"
+    # at most 64 fenced bodies that look like an object are decoded
+    assert find_json_object("```{a}```" * 63 + done) == {
+        "type": "clarification",
+        "output": "Which year?",
+    }
+    assert find_json_object("```{a}```" * 64 + done) is None
+    # a statement's lead: comments end at their first */, then the first word counts
+    assert read_sql_action("/* a */ (select 1)").text == "/* a */ (select 1)"
+    assert extract_sql("/*/*/ x") is None
+
+
+@pytest.mark.parametrize(
+    ("fence", "last"),
+    [
+        ("```{```", "```sql\nSELECT 42\n```"),
+        ("```{a}```", '```json\n{"type": "done", "output": null}\n```'),
+        ("```x```", "```SELECT 42```"),
+        ("```(\n```", "```sql\nWITH a AS (SELECT 42) SELECT * FROM a\n```"),
+    ],
+    ids=["open-brace", "not-json", "plain", "parenthesis"],
+)
+def test_100000_repeated_code_fences_read_as_a_reference_reads_them(fence, last):
+    text = fence * FENCES + last  # under MAX_JSON_CHARS: read, not taken literally
+    blocks = _fence_bodies(text)
+    assert len(blocks) == FENCES + 1
+    assert [(b.label, b.body) for b in code_blocks(text)] == blocks
+    found = _reference_json(text)
+    assert find_json_object(text) == found
+    sql = [b for label, b in blocks if label == "sql" or b.startswith(("SELECT", "WITH"))]
+    reading = read_sql_action(text)
+    assert reading.text == (sql[0] if sql else text) and found is None
+    assert extract_sql(text, last=True) == (sql[-1] if sql else None)
+    asked = parse_action(text)
+    assert asked.kind == "question" and asked.text.startswith(fence)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["/*/" * 20_000 + "x", "/**/" * 20_000 + "x", "x with a (" * 20_000, "(" * 50_000 + "x"],
+    ids=["comment-splits", "empty-comments", "with-no-as", "parentheses"],
+)
+def test_comments_and_unfinished_ctes_are_read_in_linear_time(text):
+    # Each once took minutes (backtracking into the ways of splitting /*/*/... into comments)
+    # or seconds (every "WITH a (" read on to the end of the text).
+    reading = read_sql_action(text)
+    assert (reading.text, reading.form) == (text, "unreadable")
+    assert extract_sql(text, strict=True) is None
 
 
 # -- the env ----------------------------------------------------------------------------------------

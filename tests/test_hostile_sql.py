@@ -242,3 +242,54 @@ def test_hostile_sql_fails_cleanly(targets, tmp_path, engine, template, reasons)
     assert target.verifier.verify(record, record.verification.reference_sql).success
     assert target.fingerprint() == before
     assert os.listdir(tmp_path) == []
+
+
+# Every way found to read the cached DuckDB file's absolute path (issue 30): the catalog
+# function, the views over it, the settings (allowed_paths lists the file), and the calls that
+# run a name or SQL built at run time; error() puts any value into the verdict's detail.
+LOCATION_PROBES = [
+    "SELECT * FROM duckdb_databases()",
+    "SELECT path FROM duckdb_databases()",
+    "SELECT error(path) FROM duckdb_databases()",
+    'SELECT CAST(path AS INTEGER) FROM system.main."DuckDB_Databases"()',
+    "SELECT error(path) FROM duckdb_databases",
+    "SELECT error(file) FROM pragma_database_list",
+    "PRAGMA database_list",
+    "SELECT error(value) FROM duckdb_settings() WHERE name = 'allowed_paths'",
+    "SELECT error(setting) FROM pg_settings WHERE name = 'allowed_paths'",
+    "SELECT error(current_setting('allowed_paths')::VARCHAR)",
+    "SELECT error(current_setting('allowed_' || 'paths')::VARCHAR)",
+    "SELECT error(path) FROM query('SELECT path FROM duck' || 'db_databases()')",
+    "SELECT error(path) FROM query(E'SELECT path FROM \\x64uckdb_databases()')",
+    "SELECT error(path) FROM query /* a /* nested */ comment */ ('SELECT 1 AS path')",
+    "SELECT error(path) FROM query_table(['duckdb_' || 'databases'])",
+    "SELECT error(path) FROM json_execute_serialized_sql("
+    "json_serialize_sql('SELECT path FROM duck' || 'db_databases()'))",
+]
+
+
+@pytest.mark.parametrize("sql", LOCATION_PROBES)
+def test_the_duckdb_file_location_never_reaches_the_agent(targets, sql):
+    target = targets("duckdb")
+    record = target.record
+    path = target.verifier.engine("duckdb", record.verification.database).path
+    verdict = target.verifier.verify(record, sql)
+    assert (verdict.success, verdict.reason) == (False, "rejected"), verdict
+    shown = repr(verdict)
+    for secret in (str(path), str(Path(path).resolve()), str(Path(path).resolve().parent)):
+        assert secret not in shown, verdict
+
+
+def test_duckdb_literal_calls_stay_admitted_and_refusals_name_the_statement(targets):
+    target = targets("duckdb")
+    record = target.record
+    admitted = "SELECT * FROM query('SELECT 1 AS x'), (SELECT current_setting('TimeZone')) z"
+    assert target.verifier.verify(record, admitted).reason == "mismatch"
+    # DuckDB parses these as PRAGMA, CALL and LOAD statements: the message names them as written
+    for sql, name in [
+        ("COPY FROM DATABASE a TO b", "COPY FROM DATABASE"),
+        ("CHECKPOINT", "CHECKPOINT"),
+        ("INSTALL httpfs", "INSTALL"),
+    ]:
+        verdict = target.verifier.verify(record, sql)
+        assert verdict.reason == "rejected" and f"(got {name})" in verdict.detail, verdict

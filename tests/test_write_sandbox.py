@@ -476,6 +476,40 @@ def test_the_hostile_catalogue_holds_inside_the_sandbox(engine, tmp_path, reques
         assert setup.scratch_databases() == []
 
 
+def test_duckdb_write_task_refusals_name_the_statement_and_hide_the_file(tmp_path):
+    setup = Setup("duckdb", tmp_path / "corpus", _records("duckdb"), None)
+    record = setup.records["raise"]
+    before = setup.snapshot()
+    verifier = setup.verifier(timeout_s=3.0)
+    try:
+        # DuckDB's parser types COPY FROM DATABASE as PRAGMA: the message names it as written
+        copy = verifier.verify(record, "COPY FROM DATABASE ambitab_source TO elsewhere")
+        leaks = {
+            sql: verifier.verify(record, f"{RAISE}; {sql}")
+            for sql in [
+                "SELECT error(path) FROM duckdb_databases()",
+                "SELECT error(file) FROM pragma_database_list",
+                "SELECT error(value) FROM duckdb_settings() WHERE name = 'allowed_paths'",
+                "CREATE TABLE leak AS SELECT * FROM query('SELECT path FROM duck' || "
+                "'db_databases()')",
+                "SELECT error(current_setting('allowed_' || 'paths')::VARCHAR)",
+            ]
+        }
+        after = verifier.verify(record, RAISE)
+    finally:
+        verifier.close()
+    assert (copy.reason, copy.detail) == (
+        "rejected",
+        "not allowed in the sandbox (got COPY FROM DATABASE)",
+    ), copy
+    secrets = (str(setup.file), str(setup.file.resolve()), str(setup.file.resolve().parent))
+    for sql, verdict in leaks.items():
+        assert verdict.reason == "rejected", (sql, verdict)
+        assert not any(secret in repr(verdict) for secret in secrets), (sql, verdict)
+    assert after.reason == "match"
+    assert setup.snapshot() == before
+
+
 # -- the official sample's Management tasks ------------------------------------------------------
 
 needs_sample = pytest.mark.skipif(

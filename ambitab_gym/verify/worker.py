@@ -788,6 +788,121 @@ def _duckdb_classify(duckdb, error: BaseException, timed_out: bool, timeout_s: f
     return _error("runtime", message)
 
 
+def _skip_blank(text: str, pos: int = 0) -> int:
+    """The position of the first character at or after ``pos`` that is neither whitespace nor
+    inside a comment (``--`` to the line end; ``/* */``, nested as DuckDB and PostgreSQL
+    nest them; an unclosed one runs to the end). Linear in the text."""
+    end = len(text)
+    while pos < end:
+        if text[pos].isspace():
+            pos += 1
+        elif text.startswith("--", pos):
+            newline = text.find("\n", pos)
+            pos = end if newline < 0 else newline + 1
+        elif text.startswith("/*", pos):
+            depth, pos = 1, pos + 2
+            opening = closing = -1  # the next "/*" and "*/" at or after pos, found once each
+            while depth:
+                if closing < pos:
+                    closing = text.find("*/", pos)
+                    if closing < 0:
+                        return end
+                if 0 <= opening < pos or opening == -1:
+                    opening = text.find("/*", pos)
+                    if opening < 0:
+                        opening = end
+                if opening < closing:
+                    depth, pos = depth + 1, opening + 2
+                else:
+                    depth, pos = depth - 1, closing + 2
+        else:
+            break
+    return pos
+
+
+_WORD = re.compile(r"[A-Za-z_]+")
+#: Words that belong to a statement's name after its first word (``COPY FROM DATABASE``,
+#: ``IMPORT DATABASE``, ``UPDATE EXTENSIONS``, ``FORCE CHECKPOINT``, ``SET VARIABLE``).
+_NAME_WORDS = frozenset({"FROM", "DATABASE", "EXTENSIONS", "CHECKPOINT", "VARIABLE"})
+
+
+def _statement_name(kind: str | None, sql: str) -> str:
+    """The name of a refused statement, for its message: DuckDB's statement type, or the
+    statement's own first words where that type names another statement (``COPY FROM
+    DATABASE`` and ``IMPORT DATABASE`` parse as ``PRAGMA``, ``CHECKPOINT`` as ``CALL``,
+    ``INSTALL`` as ``LOAD``, ``USE`` as ``SET``) or has no name in this API (``UPDATE
+    EXTENSIONS``).
+
+    >>> _statement_name("PRAGMA", "/* x */ copy from database a to b"), _statement_name("DELETE", "DELETE FROM t")
+    ('COPY FROM DATABASE', 'DELETE')
+    >>> _statement_name(None, "UPDATE EXTENSIONS (httpfs)"), _statement_name("INSERT", "WITH a AS (SELECT 1) INSERT INTO t FROM a")
+    ('UPDATE EXTENSIONS', 'INSERT')
+    """
+    words: list[str] = []
+    pos = _skip_blank(sql)
+    while len(words) < 3:
+        found = _WORD.match(sql, pos)
+        if found is None or (words and found.group().upper() not in _NAME_WORDS):
+            break
+        words.append(found.group().upper())
+        pos = _skip_blank(sql, found.end())
+    if kind is not None and (not words or words[0] in ("WITH", kind.split("_")[0])):
+        return kind
+    return " ".join(words)[:40] or str(kind or "an unnamed statement")
+
+
+#: Catalog functions, views and settings whose values hold the database file's absolute path
+#: (the cache under the user's data home): ``duckdb_databases()`` and the views over it
+#: (``duckdb_databases``, ``pragma_database_list``), ``duckdb_settings()`` and ``pg_settings``
+#: (the setting ``allowed_paths`` lists the file when external access is off); and the calls
+#: that run a name or SQL built at run time (``query_table``, ``json_execute_serialized_sql``).
+#: ``query(...)`` and ``current_setting(...)`` are admitted with one plain string literal only,
+#: whose text this same search has read.
+_LOCATION = re.compile(
+    r"duckdb_databases|database_list|duckdb_settings|pg_settings|allowed_paths"
+    r"|allowed_directories|query_table|json_execute_serialized_sql|\b(?:query|current_setting)\b"
+)
+#: One of these is in every text :data:`_LOCATION` finds anything in: most texts hold none and
+#: skip the search (a pattern of many alternatives, tried at every character).
+_LOCATION_HINTS = ("duckdb_", "database_list", "setting", "allowed_", "query", "json_execute")
+_LITERAL_CALL = re.compile(r"\(\s*'(?:[^']|'')*'\s*\)")
+
+
+def _location_probe(sql: str) -> str | None:
+    """The name in ``sql`` that could read where the database file lies, or None.
+
+    >>> _location_probe("SELECT path FROM duckdb_databases()"), _location_probe("SELECT 1")
+    ('duckdb_databases', None)
+    >>> _location_probe("SELECT * FROM query('SELECT setseed(0.5)')") is None
+    True
+    >>> _location_probe("SELECT * FROM query('SELECT path FROM duck' || 'db_databases()')")
+    'query'
+    >>> _location_probe("SELECT query, current_setting('TimeZone') FROM log") is None
+    True
+    """
+    sql = sql.lower()  # names are case-insensitive, also in quotes
+    if not any(hint in sql for hint in _LOCATION_HINTS):
+        return None
+    for found in _LOCATION.finditer(sql):
+        name = found.group()
+        if name not in ("query", "current_setting"):
+            return name
+        pos = found.end()
+        if sql.startswith('"', pos):  # a quoted name: "query"(...)
+            pos += 1
+        while pos < len(sql) and sql[pos].isspace():
+            pos += 1
+        if sql.startswith(("/*", "--"), pos):  # a comment between a name and its call
+            return name
+        if sql.startswith("(", pos) and _LITERAL_CALL.match(sql, pos) is None:
+            return name  # called with anything but one plain literal ('..' || .., E'\x..')
+    return None
+
+
+def _location_refusal(name: str) -> tuple:
+    return _error("rejected", f"reading where the database file lies is not allowed (got {name})")
+
+
 #: Parsed ``SELECT`` statements a DuckDB worker keeps, by SQL text (least recently used out).
 #: The parse and its verdict depend only on the text and DuckDB's version (the parsing
 #: connection never runs a query and its settings are locked); executing a kept statement runs
@@ -850,14 +965,15 @@ class _DuckDBSession:
             except ValueError:  # a statement type this DuckDB's Python API has no name for
                 kind = None
             if kind != duckdb.StatementType.SELECT:
-                if kind is None:  # e.g. UPDATE EXTENSIONS, which used to kill the worker
-                    name = " ".join(sql.split()[:2]).upper()[:40]
-                else:
-                    name = str(kind).rsplit(".", 1)[-1]
+                # kind None: e.g. UPDATE EXTENSIONS, which used to kill the worker
+                name = _statement_name(None if kind is None else kind.name, sql)
                 return _error(
                     "rejected",
                     f"only read-only single SELECT statements are allowed (got {name})",
                 )
+            probe = _location_probe(sql)
+            if probe is not None:
+                return _location_refusal(probe)
             statement = statements[0]
             if len(sql) > PARSED_CACHE_MAX_CHARS:
                 return statement
@@ -1073,7 +1189,9 @@ _DUCKDB_TASK_REFUSED = ("ATTACH", "DETACH", "LOAD", "EXPORT", "COPY", "COPY_DATA
                         "PRAGMA", "SET", "EXTENSION")  # fmt: skip
 
 
-_DML_HEAD = re.compile(r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:INSERT|UPDATE|DELETE)\b", re.I | re.S)
+#: A write's first word, after what :func:`_skip_blank` skips (one pattern with the comments
+#: in it backtracked exponentially through the ways of splitting ``/**//**/...``).
+_DML_HEAD = re.compile(r"(?:INSERT|UPDATE|DELETE)\b", re.I)
 
 
 class _DuckDBScratch:
@@ -1119,12 +1237,16 @@ class _DuckDBScratch:
             return  # run() reports the parser error
         for item in parsed:
             try:
-                name = str(item.type).rsplit(".", 1)[-1]
+                kind = item.type.name
             except ValueError:  # a statement type this API cannot name (UPDATE EXTENSIONS)
-                name = " ".join(statement.split()[:2]).upper()[:40]
+                name = _statement_name(None, statement)
                 raise self._fail("rejected", f"not allowed in the sandbox (got {name})") from None
-            if name in _DUCKDB_TASK_REFUSED:
+            if kind in _DUCKDB_TASK_REFUSED:
+                name = _statement_name(kind, item.query)
                 raise self._fail("rejected", f"not allowed in the sandbox (got {name})")
+        probe = _location_probe(statement)
+        if probe is not None:
+            raise self._fail(*_location_refusal(probe)[1:])
 
     def savepoint(self):
         return lambda: None
@@ -1144,7 +1266,7 @@ class _DuckDBScratch:
                 if description is None or (
                     len(description) == 1
                     and description[0][0] == "Count"
-                    and _DML_HEAD.match(statement) is not None
+                    and _DML_HEAD.match(statement, _skip_blank(statement)) is not None
                 ):
                     rows = None  # a write's row count: no result rows (as upstream's driver)
                 else:
