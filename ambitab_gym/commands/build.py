@@ -76,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", metavar="NAME", help="model name for --llm-url")
     parser.add_argument(
+        "--llm-cache",
+        type=Path,
+        metavar="PATH",
+        help="reply cache of the model-based hooks (SQLite, created when missing): a rebuild "
+        "replays the stored replies without asking the model (docs/llm.md, 'Reproducible reruns')",
+    )
+    parser.add_argument(
         "--responses",
         type=Path,
         metavar="PATH",
@@ -114,6 +121,17 @@ def run(args: argparse.Namespace) -> int:
         if path is not None and not path.exists():
             print(f"{_PROG}: {option} {path} does not exist", file=sys.stderr)
             return 2
+    if args.llm_cache is not None:
+        if not args.llm_url:
+            print(f"{_PROG}: --llm-cache needs --llm-url and --model", file=sys.stderr)
+            return 2
+        from ambitab_gym.llm.cache import ReplyCache, ReplyCacheError
+
+        try:
+            ReplyCache(args.llm_cache).close()  # a file that is no reply cache fails here
+        except ReplyCacheError as error:
+            print(f"{_PROG}: {error}", file=sys.stderr)
+            return 2
     if args.llm_url and (status := _check_server(args.llm_url, args.model)):
         return status
     options = BuildOptions(
@@ -123,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         show_progress=sys.stderr.isatty() and not args.json,
         llm_url=args.llm_url,
         model=args.model,
+        llm_cache=args.llm_cache,
         responses=args.responses,
         extra={
             "ground_truth": args.ground_truth,

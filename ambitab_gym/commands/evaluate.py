@@ -160,15 +160,19 @@ def check_llm_server(client, args: argparse.Namespace, concurrency: int, prog: s
                 "OPENAI_BASE_URL and AMBITAB_LLM_MODEL)"
             )
         return concurrency
-    from ambitab_gym.commands.llm_options import preflight
+    from ambitab_gym.commands.llm_options import preflight, reproducibility_note
 
     try:
-        return preflight(
+        concurrency = preflight(
             [client], concurrency=concurrency, fixed=args.concurrency is not None, prog=prog
         )
     except Exception:
         client.close()
         raise
+    note = reproducibility_note([client])
+    if note:
+        print(f"{prog}: {note}", file=sys.stderr)
+    return concurrency
 
 
 def llm_identity(args: argparse.Namespace) -> dict:

@@ -2,9 +2,10 @@
 
 * :func:`add_llm_arguments` and :func:`client_from_args` - ``--llm-url``, ``--model``,
   ``--api-key-env``, ``--concurrency``, ``--llm-timeout``, ``--llm-retries``, ``--temperature``,
-  ``--top-p``, ``--sampling ROLE.KEY=VALUE``, ``--llm-log``, ``--structured-output``,
-  ``--no-thinking`` (optionally under a prefix such as ``oracle-``) and the
-  :class:`~ambitab_gym.llm.client.LLMClient` they describe.
+  ``--top-p``, ``--sampling ROLE.KEY=VALUE``, ``--llm-log``, ``--llm-cache``, ``--llm-cache-only``,
+  ``--structured-output``, ``--no-thinking`` (optionally under a prefix such as ``oracle-``) and
+  the :class:`~ambitab_gym.llm.client.LLMClient` they describe.
+* :func:`reproducibility_note` - the line saying what makes a rerun of the run reproduce.
 * :func:`sampling_from_args`, :func:`parse_sampling_option` - the per-role sampling table.
 * :func:`add_oracle_arguments` and :func:`oracle_options_from_args` - ``--oracle-policy``,
   ``--responder-reads-sql``, ``--matcher-reads-dialogue`` and the options of
@@ -40,6 +41,7 @@ __all__ = [
     "oracle_options_from_args",
     "parse_sampling_option",
     "preflight",
+    "reproducibility_note",
     "sampling_from_args",
 ]
 
@@ -149,6 +151,23 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
         metavar="FILE",
         help="append every LLM call to FILE as JSON lines (prompts, sampling, raw and parsed "
         "reply, attempts, latency, tokens); analyst data: it holds the oracle's privileged prompts",
+    )
+    add(
+        "llm-cache",
+        default=None,
+        metavar="PATH",
+        help="reply cache (an SQLite file, created when missing, shared by every worker): a "
+        "request it holds is answered from it without a model call, every new reply is stored, "
+        "so a rerun reproduces every reply whatever the server does (docs/llm.md, "
+        "'Reproducible reruns'); it holds the oracle's privileged prompts, like --llm-log",
+    )
+    add(
+        "llm-cache-only",
+        action="store_true",
+        default=None,
+        help="answer every LLM call from --llm-cache, never from the server (no pre-flight "
+        "check): a request the cache lacks fails the episode (cache_miss); reproduces a "
+        "campaign from its cache without a GPU",
     )
     add(
         "structured-output",
@@ -266,6 +285,11 @@ def client_from_args(
 
     url = get("llm_url")
     if not url:
+        if get("llm_cache_only"):
+            raise UsageError(
+                f"--{prefix}llm-cache-only needs --{prefix}llm-url and --{prefix}model as the "
+                "cached campaign gave them (the server is not contacted)"
+            )
         return None
     model = get("model")
     if not model:
@@ -273,6 +297,14 @@ def client_from_args(
             f"--{prefix}llm-url needs --{prefix}model (the model the server serves; or set "
             f"${MODEL_ENVS[0]})"
         )
+    cache_path = get("llm_cache")
+    if get("llm_cache_only") and not cache_path:
+        raise UsageError(f"--{prefix}llm-cache-only needs --{prefix}llm-cache PATH")
+    cache = None
+    if cache_path:
+        from ambitab_gym.llm.cache import ReplyCache  # noqa: PLC0415 - only with a cache
+
+        cache = ReplyCache(cache_path, offline=bool(get("llm_cache_only")))
     key_env = get("api_key_env")
     if key_env and not os.environ.get(key_env):
         raise UsageError(
@@ -293,6 +325,7 @@ def client_from_args(
         structured_output=get("structured_output") is not False,  # default on
         sampling=sampling_from_args(args, prefix=prefix),
         log_path=get("llm_log"),
+        cache=cache,
     )
 
 
@@ -317,6 +350,8 @@ def preflight(clients: list[LLMClient | None], *, concurrency: int, fixed: bool,
     for client in clients:
         if client is None or (client.base_url, client.model) in seen:
             continue
+        if client.cache is not None and client.cache.offline:
+            continue  # --llm-cache-only: no server is asked
         seen.add((client.base_url, client.model))
         info = client.preflight()
         for warning in info.warnings:
@@ -333,6 +368,48 @@ def preflight(clients: list[LLMClient | None], *, concurrency: int, fixed: bool,
         if client is not None and not fixed:
             client.concurrency = min(client.concurrency, concurrency)
     return concurrency
+
+
+#: What makes a rerun reproduce without a reply cache (docs/llm.md, "Reproducible reruns").
+DETERMINISTIC_SERVERS = (
+    "llama.cpp with one slot (-np 1) and prompt caching off (--no-cache-prompt), vLLM with "
+    "VLLM_BATCH_INVARIANT=1, SGLang with --enable-deterministic-inference"
+)
+
+
+def reproducibility_note(clients: list[LLMClient | None]) -> str | None:
+    """One line saying what makes a rerun of this run give the same LLM replies (None without
+    an LLM client).
+
+    >>> print(reproducibility_note([LLMClient("http://127.0.0.1:9/v1", "m")]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    no --llm-cache: a rerun reproduces only if the server is deterministic: llama.cpp with one
+    slot (-np 1) and prompt caching off (--no-cache-prompt), vLLM with VLLM_BATCH_INVARIANT=1,
+    SGLang with --enable-deterministic-inference (docs/llm.md, 'Reproducible reruns')
+    """
+    present = [client for client in clients if client is not None]
+    if not present:
+        return None
+    caches = {
+        str(client.cache.path): client.cache for client in present if client.cache is not None
+    }
+    if not caches:
+        return (
+            "no --llm-cache: a rerun reproduces only if the server is deterministic: "
+            f"{DETERMINISTIC_SERVERS} (docs/llm.md, 'Reproducible reruns')"
+        )
+    parts = []
+    for path, cache in caches.items():
+        if cache.offline:
+            parts.append(f"replies come from the cache {path} only (--llm-cache-only)")
+        else:
+            parts.append(
+                f"replies come from/go to the cache {path} ({len(cache)} stored): a rerun "
+                "with it reproduces them"
+            )
+    if len(caches) < len(present):
+        parts.append("a client without --llm-cache reproduces only on a deterministic server")
+    return "LLM " + "; ".join(parts)
 
 
 def add_oracle_arguments(parser: argparse.ArgumentParser) -> None:

@@ -765,7 +765,11 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     if options.llm_url:
         from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
 
-        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
+        finder = LLMTermFinder(
+            LLMClient(
+                options.llm_url, options.model or "", seed=options.seed, cache=options.llm_cache
+            )
+        )
     for path in files:
         split = SPLIT_NAMES[path.stem]
         rows = json.loads(path.read_text("utf-8"))

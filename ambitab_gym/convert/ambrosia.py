@@ -869,7 +869,11 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     if options.llm_url:
         from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
 
-        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
+        finder = LLMTermFinder(
+            LLMClient(
+                options.llm_url, options.model or "", seed=options.seed, cache=options.llm_cache
+            )
+        )
     types: dict[str, str] = {}
     ambiguous = [r for r in rows if _truthy(r["is_ambiguous"])]
     for row in progress(ambiguous, desc="ambrosia", enabled=options.show_progress):

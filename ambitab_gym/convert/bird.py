@@ -271,7 +271,11 @@ def _rewrite(options: BuildOptions, workspace: Workspace, conversion: Conversion
     from ambitab_gym.convert.hooks import LLMClient, LLMRewriter
 
     conversion.notes["mode"] = "rewritten by a model (not the released AmbiTab-Bird)"
-    rewriter = LLMRewriter(LLMClient(options.llm_url or "", options.model or "", seed=options.seed))
+    rewriter = LLMRewriter(
+        LLMClient(
+            options.llm_url or "", options.model or "", seed=options.seed, cache=options.llm_cache
+        )
+    )
     files = find_bird_files(options.source)
     rows_by_file = []
     for path, split in files:

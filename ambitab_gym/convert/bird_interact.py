@@ -598,7 +598,11 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
     if options.llm_url:
         from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
 
-        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
+        finder = LLMTermFinder(
+            LLMClient(
+                options.llm_url, options.model or "", seed=options.seed, cache=options.llm_cache
+            )
+        )
     contexts: dict[str, tuple[dict, dict, str | None]] = {}
     for task in progress(tasks, desc="bird-interact", enabled=options.show_progress):
         instance = str(task.get("instance_id"))

@@ -187,6 +187,8 @@ class BuildOptions:
         show_progress: draw progress bars on stderr.
         llm_url: base URL of an OpenAI-compatible endpoint for the model-based hooks.
         model: model name for that endpoint.
+        llm_cache: a reply cache for the hooks' calls (:class:`~ambitab_gym.llm.cache.ReplyCache`
+            file): a rebuild replays the stored replies instead of asking the model.
         responses: a frozen-response catalog (BIRD-Interact).
         extra: converter-specific settings (e.g. ``keep_management``, ``dialect``).
 
@@ -203,6 +205,7 @@ class BuildOptions:
     model: str | None = None
     responses: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    llm_cache: Path | None = None
 
 
 def sha256_file(path: str | Path) -> str:

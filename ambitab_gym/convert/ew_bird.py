@@ -468,14 +468,20 @@ def convert(options: BuildOptions, workspace: Workspace) -> Conversion:
         from ambitab_gym.convert.hooks import EvidenceBenefitFilter, LLMClient
 
         row_filter = EvidenceBenefitFilter(
-            LLMClient(options.llm_url, options.model or "", seed=options.seed)
+            LLMClient(
+                options.llm_url, options.model or "", seed=options.seed, cache=options.llm_cache
+            )
         )
         conversion.notes["row_filter"] = "evidence benefit (model fails without, succeeds with)"
     finder = None
     if options.llm_url:
         from ambitab_gym.convert.hooks import LLMClient, LLMTermFinder
 
-        finder = LLMTermFinder(LLMClient(options.llm_url, options.model or "", seed=options.seed))
+        finder = LLMTermFinder(
+            LLMClient(
+                options.llm_url, options.model or "", seed=options.seed, cache=options.llm_cache
+            )
+        )
     seen: set[str] = set()
     merged_hints = 0
     for label, split, rows in rows_by_file:

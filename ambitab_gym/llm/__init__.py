@@ -10,6 +10,8 @@
   :class:`EpisodeKey`, :func:`episode_scope`, :func:`derive_seed` - the per-call seed
   (:mod:`ambitab_gym.llm.sampling`).
 * :data:`DEFAULT_CONCURRENCY` - requests in flight when nobody says otherwise.
+* :class:`ReplyCache` - replies stored by request in one SQLite file, so reruns reproduce
+  whatever the server does (:mod:`ambitab_gym.llm.cache`; ``LLMClient(..., cache=...)``).
 
 That is all this unit holds. What is sent and how replies are read belongs to the side of the
 trust boundary that sends it: the asker and solver (agent side) in :mod:`ambitab_gym.policies.llm`
@@ -23,6 +25,7 @@ the commands or the testing package.
 
 from __future__ import annotations
 
+from ambitab_gym.llm.cache import ReplyCache, ReplyCacheError
 from ambitab_gym.llm.client import (
     DEFAULT_CONCURRENCY,
     ChatResult,
@@ -32,6 +35,7 @@ from ambitab_gym.llm.client import (
 )
 from ambitab_gym.llm.errors import (
     LLMAuthError,
+    LLMCacheMiss,
     LLMConnectionError,
     LLMContextOverflow,
     LLMError,
@@ -57,6 +61,7 @@ __all__ = [
     "ChatResult",
     "EpisodeKey",
     "LLMAuthError",
+    "LLMCacheMiss",
     "LLMClient",
     "LLMConnectionError",
     "LLMContextOverflow",
@@ -65,6 +70,8 @@ __all__ = [
     "LLMMalformedResponse",
     "LLMTimeout",
     "LLMUnknownModel",
+    "ReplyCache",
+    "ReplyCacheError",
     "Sampling",
     "ServerInfo",
     "SamplingTable",

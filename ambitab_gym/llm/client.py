@@ -47,8 +47,10 @@ from urllib.parse import urlsplit
 
 from ambitab_gym import defaults
 from ambitab_gym.errors import ConfigurationError
+from ambitab_gym.llm.cache import CachedReply, ReplyCache, request_key
 from ambitab_gym.llm.errors import (
     LLMAuthError,
+    LLMCacheMiss,
     LLMConnectionError,
     LLMContextOverflow,
     LLMError,
@@ -373,8 +375,8 @@ class _Call:
     """What one ``achat`` call knows for its log line (``body``: the request of its latest
     attempt)."""
 
-    __slots__ = ("body", "episode", "messages", "role", "sampling", "seeds", "tag", "timeouts",
-                 "turn")  # fmt: skip
+    __slots__ = ("body", "episode", "key", "messages", "role", "sampling", "seeds", "tag",
+                 "timeouts", "turn")  # fmt: skip
 
     def __init__(
         self,
@@ -393,6 +395,7 @@ class _Call:
         self.body: dict[str, Any] = {}
         self.seeds: list[Any] = []
         self.timeouts = 0
+        self.key: str | None = None  # the reply cache's key of the call (None: no cache)
 
     def entry(
         self,
@@ -415,8 +418,9 @@ class _Call:
             "finish_reason": finish_reason,
             "parsed": parsed,
             "attempts": record.attempts,
-            "retries": record.attempts - 1,
+            "retries": max(record.attempts - 1, 0),
             "timeouts": record.timeouts,
+            "cached": record.cached,
             "latency_s": round(record.latency_s, 6),
             "elapsed_s": round(record.elapsed_s, 6),
             "prompt_tokens": record.prompt_tokens,
@@ -458,6 +462,11 @@ class LLMClient:
         log_path: append one JSON line per call to this file (request messages, sampling, raw
             reply, parsed result, attempts, latency, tokens, error). It holds the oracle's
             privileged prompts: analyst data, never shown to the agent.
+        cache: a reply cache (:class:`~ambitab_gym.llm.cache.ReplyCache`, or the path of its
+            file): a call whose request it holds returns the stored reply without a request
+            (``CallRecord.cached``, ``"cached": true`` in the log), and every reply the server
+            sends is stored. The key is the first attempt's request body as the caller asked
+            for it (model, messages, sampling, seed, ...), never the URL.
 
     Example:
         >>> from ambitab_gym.testing.llm_server import ScriptedServer, ScriptRule
@@ -491,6 +500,7 @@ class LLMClient:
         history: int = 10_000,
         sampling: SamplingTable | Mapping[str, Sampling | Mapping[str, Any]] | None = None,
         log_path: str | Path | None = None,
+        cache: ReplyCache | str | Path | None = None,
     ) -> None:
         if not model:
             raise ValueError("name the model the server serves (e.g. --model Qwen/Qwen3-8B)")
@@ -536,6 +546,10 @@ class LLMClient:
                 seed=seed,
             )
         self.log_path = Path(log_path) if log_path is not None else None
+        #: the reply cache (None: every call goes to the server)
+        self.cache: ReplyCache | None = (
+            cache if cache is None or isinstance(cache, ReplyCache) else ReplyCache(cache)
+        )
         self._log_lock = threading.Lock()
         self._lock = threading.Lock()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -981,6 +995,7 @@ class LLMClient:
             state.chat_text = f"{self.base_url}/chat/completions"
             state.chat_url = yarl.URL(state.chat_text)
         chat_url, url = state.chat_url, state.chat_text
+        asked = params  # as the caller asked: the reply cache's key
         if params.get("response_format") is not None and self.structured_supported is False:
             params = {**params, "response_format": None}  # the server refused it: plain JSON
         call = _Call(tag, role, turn, current_episode(), messages)
@@ -990,6 +1005,10 @@ class LLMClient:
             call.body = self._body(messages, params)
             payload = _encode(call.body)
         started = time.perf_counter()
+        if self.cache is not None:
+            replayed = self._from_cache(call, messages, asked, started, parse)
+            if replayed is not None:
+                return replayed
         attempts = 0
         latency = 0.0
         while True:
@@ -1104,15 +1123,9 @@ class LLMClient:
         if self._logging():
             self._log_call(call.entry(record, None, None, None, f"{error.category}: {error}"))
 
-    def _success(
-        self,
-        response: _Reply,
-        call: _Call,
-        attempts: int,
-        latency: float,
-        started: float,
-        parse: Callable[[str], Any] | None = None,
-    ) -> ChatResult:
+    @staticmethod
+    def _read(response: _Reply) -> tuple[str, str | None, Mapping[str, Any]]:
+        """The content, finish reason and usage of a chat completion's body."""
         try:
             payload = response.json()
             choice = payload["choices"][0]
@@ -1122,12 +1135,43 @@ class LLMClient:
                 content = ""
             if not isinstance(content, str):
                 raise TypeError("message content is not text")
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
+            usage = payload.get("usage") or {}
+            finish = choice.get("finish_reason")
+        except (
+            json.JSONDecodeError,
+            UnicodeDecodeError,
+            KeyError,
+            IndexError,
+            TypeError,
+            AttributeError,
+        ) as exc:
             raise LLMMalformedResponse(
                 f"the server's answer is not a chat completion ({type(exc).__name__}): "
                 f"{response.text[:200]!r}"
             ) from None
-        usage = payload.get("usage") or {}
+        return content, finish, usage
+
+    def _success(
+        self,
+        response: _Reply,
+        call: _Call,
+        attempts: int,
+        latency: float,
+        started: float,
+        parse: Callable[[str], Any] | None = None,
+    ) -> ChatResult:
+        content, finish, usage = self._read(response)
+        if call.key is not None:
+            assert self.cache is not None
+            earlier = self.cache.put(
+                call.key,
+                call.body,
+                response.content.decode("utf-8", errors="replace"),
+                seed=call.seeds[-1],
+                attempts=attempts,
+            )
+            if earlier is not None:  # a call with the same request stored its reply first
+                content, finish, _ = self._read(_Reply(200, earlier.response.encode("utf-8")))
         record = CallRecord(
             call.tag,
             True,
@@ -1141,8 +1185,19 @@ class LLMClient:
             timeouts=call.timeouts,
         )
         self._record(record)
+        return self._finish(record, call, content, finish, parse, call.seeds[-1])
+
+    def _finish(
+        self,
+        record: CallRecord,
+        call: _Call,
+        content: str,
+        finish: str | None,
+        parse: Callable[[str], Any] | None,
+        seed: int | None,
+    ) -> ChatResult:
+        """Read a (recorded) reply with ``parse``, log the call, and return its result."""
         text = strip_thinking(content)
-        finish = choice.get("finish_reason")
         try:
             parsed = parse(text) if parse is not None else None
         except Exception as exc:
@@ -1151,7 +1206,81 @@ class LLMClient:
             raise
         if self._logging():
             self._log_call(call.entry(record, content, finish, parsed, None))
-        return ChatResult(text, content, finish, record, parsed, call.seeds[-1])
+        return ChatResult(text, content, finish, record, parsed, seed)
+
+    def _from_cache(
+        self,
+        call: _Call,
+        messages: Sequence[Mapping[str, str]],
+        asked: Mapping[str, Any],
+        started: float,
+        parse: Callable[[str], Any] | None,
+    ) -> ChatResult | None:
+        """The call's reply from the reply cache, or None (the call goes to the server, and
+        ``call.key`` says where to store its reply).
+
+        The key is the body of the call's first attempt as the caller asked for it (before a
+        server's refusal of ``response_format`` changed it), so a rerun finds every reply the
+        first run stored, whichever attempt answered it.
+
+        Raises:
+            LLMCacheMiss: the cache holds no reply and may not ask the server (offline).
+        """
+        cache = self.cache
+        assert cache is not None
+        if call.sampling is not None:
+            assert call.role is not None
+            seed = derive_seed(call.episode, call.role, call.turn, 1, call.sampling.seed)
+            body = self._body(messages, {**call.sampling.request_fields(seed), **asked})
+        else:
+            body = self._body(messages, asked)
+        call.key = request_key(body)
+        stored = cache.get(call.key)
+        if stored is None:
+            if not cache.offline:
+                return None
+            call.body = body
+            call.seeds.append(body.get("seed"))
+            error = LLMCacheMiss(
+                f"the reply cache {cache.path} holds no reply to this "
+                f"{call.role or call.tag or 'LLM'} request, and --llm-cache-only (offline) "
+                "does not ask the server"
+            )
+            self._fail(error, call, 0, 0.0, started)
+            raise error
+        return self._replay(stored, call, started, parse)
+
+    def _replay(
+        self,
+        stored: CachedReply,
+        call: _Call,
+        started: float,
+        parse: Callable[[str], Any] | None,
+    ) -> ChatResult:
+        """A stored reply as the call's result (no request: ``cached``, no attempt)."""
+        with contextlib.suppress(json.JSONDecodeError):
+            call.body = json.loads(stored.request)
+        call.seeds.append(stored.seed)
+        try:
+            content, finish, usage = self._read(_Reply(200, stored.response.encode("utf-8")))
+        except LLMMalformedResponse as exc:
+            exc.attempts = 0
+            self._fail(exc, call, 0, 0.0, started)
+            raise
+        record = CallRecord(
+            call.tag,
+            True,
+            None,
+            0,
+            0.0,
+            time.perf_counter() - started,
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+            role=call.role or "",
+            cached=True,
+        )
+        self._record(record)
+        return self._finish(record, call, content, finish, parse, stored.seed)
 
     def chat(
         self, messages: Sequence[Mapping[str, str]], *, tag: str = "", **params: Any

@@ -6,6 +6,8 @@
   :class:`LLMMalformedResponse` (``malformed_output``).
 * :class:`LLMAuthError` (``auth``), :class:`LLMUnknownModel` (``unknown_model``): what the
   pre-flight check of a server (:meth:`ambitab_gym.llm.client.LLMClient.apreflight`) refuses.
+* :class:`LLMCacheMiss` (``cache_miss``): a call the reply cache does not hold, made with the
+  cache alone (``--llm-cache-only``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ambitab_gym.errors import LLMServiceError
 
 __all__ = [
     "LLMAuthError",
+    "LLMCacheMiss",
     "LLMConnectionError",
     "LLMContextOverflow",
     "LLMError",
@@ -106,3 +109,13 @@ class LLMUnknownModel(LLMError):
         super().__init__(message)
         self.model = model
         self.served = tuple(served)
+
+
+class LLMCacheMiss(LLMError):
+    """The reply cache holds no reply to the request, and the client may not ask the server
+    (a :class:`~ambitab_gym.llm.cache.ReplyCache` opened with ``offline=True``)."""
+
+    category = "cache_miss"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, attempts=0)

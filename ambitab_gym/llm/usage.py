@@ -40,6 +40,8 @@ class CallRecord:
         prompt_tokens, completion_tokens: as the server reported them (0 when it did not).
         role: the LLM role (``asker``, ``matcher``, ``responder``, ``solver``; "" when unnamed).
         timeouts: attempts that ran into the timeout.
+        cached: the reply came from the reply cache (:mod:`ambitab_gym.llm.cache`): no request
+            was sent (``attempts`` 0); the tokens are those the server reported when it made it.
     """
 
     tag: str
@@ -52,17 +54,24 @@ class CallRecord:
     completion_tokens: int = 0
     role: str = ""
     timeouts: int = 0
+    cached: bool = False
 
 
 @dataclass
 class UsageSummary:
     """Totals over all calls of a client (kept even when the per-call history is trimmed).
 
+    Calls answered by the reply cache are counted apart: ``cache_hits`` and their tokens in
+    ``cached_prompt_tokens``/``cached_completion_tokens``; ``calls``, ``ok``, ``attempts``, the
+    tokens and the latency are the server's work only (a call the cache could not answer under
+    ``--llm-cache-only`` is a call that failed with ``cache_miss``, with no attempt).
+
     Example:
         >>> usage = UsageSummary()
         >>> usage.add(CallRecord("t", True, None, 1, 0.5, 0.6, 10, 3))
-        >>> usage.calls, usage.total_tokens, usage.mean_latency_s
-        (1, 13, 0.5)
+        >>> usage.add(CallRecord("t", True, None, 0, 0.0, 0.0, 10, 3, cached=True))
+        >>> usage.calls, usage.total_tokens, usage.mean_latency_s, usage.cache_hits
+        (1, 13, 0.5, 1)
     """
 
     calls: int = 0
@@ -74,11 +83,11 @@ class UsageSummary:
     elapsed_s: float = 0.0
     errors: Counter = field(default_factory=Counter)
     timeouts: int = 0
-
-    @property
-    def retries(self) -> int:
-        """Attempts beyond the first of each call."""
-        return self.attempts - self.calls
+    #: attempts beyond the first of each call
+    retries: int = 0
+    cache_hits: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -89,9 +98,16 @@ class UsageSummary:
         return self.latency_s / self.ok if self.ok else 0.0
 
     def add(self, record: CallRecord) -> None:
-        """Count one call."""
+        """Count one call (a cache hit apart from the server's calls)."""
+        if record.cached:
+            self.cache_hits += 1
+            self.cached_prompt_tokens += record.prompt_tokens
+            self.cached_completion_tokens += record.completion_tokens
+            return
         self.calls += 1
         self.attempts += record.attempts
+        if record.attempts > 1:
+            self.retries += record.attempts - 1
         self.elapsed_s += record.elapsed_s
         self.timeouts += record.timeouts
         if record.ok:
@@ -115,21 +131,35 @@ class UsageSummary:
             "total_tokens": self.total_tokens,
             "mean_latency_s": self.mean_latency_s,
             "errors": dict(self.errors),
+            "cache_hits": self.cache_hits,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cached_completion_tokens": self.cached_completion_tokens,
         }
 
 
 def format_usage(by_role: dict[str, UsageSummary]) -> str:
-    """One line per campaign: calls, retries, timeouts, mean latency and tokens per role.
+    """One line per campaign: calls, retries, timeouts, mean latency and tokens per role, and
+    the calls the reply cache answered (with their tokens), if any.
 
     >>> usage = UsageSummary()
     >>> usage.add(CallRecord("t", True, None, 2, 0.5, 0.6, 10, 3, role="asker", timeouts=1))
     >>> format_usage({"asker": usage})
     'LLM calls: asker 1 (retries 1, timeouts 1, errors 0, mean latency 0.50 s, tokens 10+3)'
+    >>> usage.add(CallRecord("t", True, None, 0, 0.0, 0.0, 7, 2, role="asker", cached=True))
+    >>> format_usage({"asker": usage})  # doctest: +NORMALIZE_WHITESPACE
+    'LLM calls: asker 1 (retries 1, timeouts 1, errors 0, mean latency 0.50 s, tokens 10+3;
+    cache hits 1, tokens 7+2)'
     """
     parts = [
         f"{role} {u.calls} (retries {u.retries}, timeouts {u.timeouts}, "
         f"errors {sum(u.errors.values())}, mean latency {u.mean_latency_s:.2f} s, "
-        f"tokens {u.prompt_tokens}+{u.completion_tokens})"
+        f"tokens {u.prompt_tokens}+{u.completion_tokens}"
+        + (
+            f"; cache hits {u.cache_hits}, tokens "
+            f"{u.cached_prompt_tokens}+{u.cached_completion_tokens})"
+            if u.cache_hits
+            else ")"
+        )
         for role, u in by_role.items()
     ]
     return "LLM calls: " + ("; ".join(parts) if parts else "none")
@@ -149,7 +179,9 @@ class UsageMeter:
     by_role: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, record: CallRecord) -> None:
-        """Count one call (its tokens when it succeeded)."""
+        """Count one call (its tokens when it succeeded). A reply from the reply cache counts
+        as the call it replays, with the tokens the server reported then, so an episode's
+        counts are the same whether its replies came from the server or the cache."""
         counts = self.by_role.setdefault(
             record.role or record.tag or "other",
             {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
