@@ -66,7 +66,10 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from ambitab_gym.errors import UsageError
 from ambitab_gym.verify.base import Limits, QueryError, QueryResult
 from ambitab_gym.verify.postgres_loader import (
+    SCRATCH_PREFIX,
+    UnsafeServerSetup,
     check_server_setup,
+    create_scratch_database,
     database_name,
     isolation_problems,
     load_corpus_databases,
@@ -169,7 +172,7 @@ _COMMAND_WORDS = (
 )
 _COMMANDS = frozenset(_COMMAND_WORDS.split())
 # Scratch databases of write tasks: ambitab_s_<host>_<pid>_<random>.
-_SCRATCH_PREFIX = "ambitab_s_"
+_SCRATCH_PREFIX = SCRATCH_PREFIX
 _HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
 
 
@@ -1141,14 +1144,17 @@ class PostgresEngine:
         """Run a write task (:func:`~ambitab_gym.verify.taskrun.run_task`) on a private
         database cloned from the corpus database's template, then dropped.
 
-        The admin connection clones ``template_name(dbname)`` (``CREATE DATABASE ...
-        TEMPLATE``; the next clone is made in the background after each task, so it is usually
-        ready); a worker process connects to the clone as the agent role and runs the whole
-        task in one transaction that is never committed; the clone is dropped (``WITH
-        (FORCE)``, in the background) afterwards, also when the worker overran and was killed.
-        What a killed verifier left behind (its clone, its spare) is dropped by the next engine
-        on this host. Returns ``("task", success, reason, detail)`` or ``("error", category,
-        message)``.
+        The admin connection clones ``template_name(dbname)`` for the agent role alone
+        (:func:`~ambitab_gym.verify.postgres_loader.create_scratch_database`: only that role may
+        connect, its tables are owned by the campaign's scratch role; the next clone is made in
+        the background after each task, so it is usually ready); a worker process connects to
+        the clone as the agent role and runs the whole task in one transaction that is never
+        committed; the clone is dropped (``WITH (FORCE)``, in the background) afterwards, also
+        when the worker overran and was killed. What a killed verifier left behind (its clone,
+        its spare) is dropped by the next engine on this host. The agent role is checked
+        (:func:`~ambitab_gym.verify.postgres_loader.isolation_problems`, as for queries) before
+        the first clone. Returns ``("task", success, reason, detail)`` or ``("error",
+        category, message)``.
         """
         limits = limits or self.limits
         if self._admin_params is None:
@@ -1160,8 +1166,16 @@ class PostgresEngine:
                 "engine_options={'admin_dsn': <a superuser DSN>} (or 'load_dsn')",
             )
         template = template_name(self.dbname)
+        if not self._checked or self._agent_user is None:
+            # The agent role's checks (and its name, whose clones these are) before any clone.
+            try:
+                self._pool.put(self._connection(self._pool))
+            except QueryError as error:
+                return ("error", error.category, error.message)
         try:
             scratch = self._take_scratch()
+        except UnsafeServerSetup as error:
+            return ("error", "engine", str(error))
         except psycopg.Error as error:
             with contextlib.suppress(Exception):
                 if self._admin is not None:
@@ -1198,11 +1212,15 @@ class PostgresEngine:
             self._in_background(lambda admin: _drop_database(admin, scratch))
 
     def _clone(self, admin: psycopg.Connection) -> str:
+        """A new scratch database that only the agent role may connect to."""
+        assert self._admin_params is not None and self._agent_user is not None
         scratch = f"{_SCRATCH_PREFIX}{_HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
-        admin.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(scratch), sql.Identifier(template_name(self.dbname))
-            )
+        create_scratch_database(
+            admin,
+            make_conninfo(**{**self._admin_params, "dbname": scratch}),
+            scratch,
+            template_name(self.dbname),
+            self._agent_user,
         )
         return scratch
 

@@ -6,9 +6,12 @@
   the trusted reference queries run as.
 * :func:`database_name` - ``<corpus>__<database>``.
 * :func:`reference_role` - ``<reader>_reference``.
+* :func:`scratch_role` - ``<reader>_scratch``: the NOLOGIN role that owns the tables of one
+  campaign's write-task scratch databases (:func:`create_scratch_database`).
 * :func:`isolation_problems`, :func:`check_server_setup` - what would let an agent session
   disturb or observe other sessions (signal functions, activity and statistics views, role
-  memberships, server-log settings); the engine runs the same check on its first connection.
+  memberships, server-log settings) or reach another campaign's databases (database ACLs,
+  scratch-role memberships); the engine runs the same check on its first connection.
 * :data:`DANGEROUS_ROLES` - roles that could escape a read-only transaction.
 
 Isolation (docs/security.md): in every corpus database the loader revokes from ``PUBLIC`` the
@@ -18,6 +21,13 @@ Isolation (docs/security.md): in every corpus database the loader revokes from `
 database, so nothing changes elsewhere on the server). The agent role's server-log settings keep
 agent-sized messages and statements out of the server log; the reference role does not report
 its query text or table-access counts to the statistics system.
+
+Tenants (docs/security.md): a campaign is a tenant, identified by its agent role (``reader``).
+Every database the loader or an engine creates starts with ``ALLOW_CONNECTIONS false`` and gets
+its ACL (``REVOKE ALL ... FROM PUBLIC``, ``CONNECT`` for its readers only) before any
+connection is allowed. A write task's scratch database is connectable by its campaign's agent
+role alone, and its tables are owned by that campaign's :func:`scratch_role`, of which no other
+role is a member.
 """
 
 from __future__ import annotations
@@ -40,12 +50,15 @@ __all__ = [
     "DANGEROUS_ROLES",
     "OBSERVER_ROLES",
     "SCRATCH_OWNER",
+    "SCRATCH_PREFIX",
     "UnsafeServerSetup",
     "check_server_setup",
+    "create_scratch_database",
     "database_name",
     "isolation_problems",
     "load_corpus_databases",
     "reference_role",
+    "scratch_role",
     "template_name",
 ]
 
@@ -55,9 +68,18 @@ DANGEROUS_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_
 #: server's statistics.
 OBSERVER_ROLES = ("pg_signal_backend", "pg_read_all_stats", "pg_stat_scan_tables", "pg_monitor")
 _COMMENT_PREFIX = "ambitab:"
-#: The NOLOGIN role that owns the objects of write-task templates (and so of their clones).
+#: The NOLOGIN role that owns the objects of the write-task templates (shared by every campaign
+#: that loads a corpus); nobody is a member: each clone's objects are handed to the campaign's own
+#: :func:`scratch_role` when it is made.
 SCRATCH_OWNER = "ambitab_scratch_owner"
+#: Names of write-task scratch databases: ``ambitab_s_<host>_<pid>_<random>``.
+SCRATCH_PREFIX = "ambitab_s_"
 _REFERENCE_SUFFIX = "_reference"
+_SCRATCH_SUFFIX = "_scratch"
+# Comments that mark a scratch database (``ambitab:scratch:<agent role>``) and a campaign's
+# scratch role (``ambitab:scratch-owner:<agent role>``); only superusers and owners can set them.
+_SCRATCH_TAG = f"{_COMMENT_PREFIX}scratch:"
+_SCRATCH_OWNER_TAG = f"{_COMMENT_PREFIX}scratch-owner:"
 
 # Built-in functions and views an agent session must not use: they signal other backends or show
 # other sessions' query text, locks and table-access statistics.
@@ -127,6 +149,17 @@ def reference_role(reader: str) -> str:
     return reader + _REFERENCE_SUFFIX
 
 
+def scratch_role(reader: str) -> str:
+    """The NOLOGIN role that owns the tables of agent role ``reader``'s scratch databases (the
+    agent role is its only member).
+
+    Example:
+        >>> scratch_role("campaign_a")
+        'campaign_a_scratch'
+    """
+    return reader + _SCRATCH_SUFFIX
+
+
 def database_name(corpus: str, database: str) -> str:
     """The PostgreSQL database that holds a corpus database.
 
@@ -170,7 +203,10 @@ def load_corpus_databases(
     roles are created (or checked) and granted ``CONNECT`` and ``SELECT`` on each database:
     ``reader``, which agent submissions run as, and :func:`reference_role` ``(reader)``, which
     the trusted reference queries run as. Every database is hardened (see the module doc) and
-    checked with :func:`isolation_problems`, also when it was up to date.
+    checked with :func:`isolation_problems`, also when it was up to date. The campaign's
+    :func:`scratch_role` is created (or checked) with ``reader`` as its only member, and
+    ``reader``'s membership in :data:`SCRATCH_OWNER` (which older versions granted) is revoked.
+    Last, the server is checked for databases that another campaign could connect to.
 
     Args:
         corpus: the corpus whose manifest lists ``.sql`` databases.
@@ -187,7 +223,8 @@ def load_corpus_databases(
         role's DSN from it (same parameters, user :func:`reference_role` ``(reader)``).
 
     Raises:
-        UnsafeServerSetup: the loading role could not harden a database or the roles.
+        UnsafeServerSetup: the loading role could not harden a database or the roles, or a
+            database of the loader's or an engine's making is open to other campaigns.
     """
     admin = conninfo_to_dict(admin_dsn)
     reference = reference_role(reader)
@@ -218,6 +255,9 @@ def load_corpus_databases(
             _load_template(
                 connection, admin, database_name(corpus.name, database), source, force=force
             )
+        problems = _tenant_problems(connection)
+    if problems:
+        raise UnsafeServerSetup(problems)
     params = {k: v for k, v in admin.items() if k not in ("dbname", "password", "user")}
     params["user"] = reader
     if reader_password is not None:
@@ -230,7 +270,14 @@ def _ensure_reader(
 ) -> None:
     """Create or check one SELECT-only login role; ``reference`` set: it is the agent role."""
     role = sql.Identifier(reader)
-    exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [reader]).fetchone()
+    exists = connection.execute(
+        "SELECT coalesce(shobj_description(oid, 'pg_authid'), '') FROM pg_roles WHERE rolname = %s",
+        [reader],
+    ).fetchone()
+    if reader == SCRATCH_OWNER or (exists is not None and exists[0].startswith(_SCRATCH_OWNER_TAG)):
+        raise ValueError(
+            f"role {reader!r} owns write-task scratch tables; choose another reader name"
+        )
     if exists is None:
         connection.execute(
             sql.SQL(
@@ -315,11 +362,7 @@ def _load_one(
         connection.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(staging))
         )
-        connection.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                sql.Identifier(staging)
-            )
-        )
+        _create_database(connection, staging, "template0", encoding="UTF8")
         with psycopg.connect(make_conninfo(**{**admin, "dbname": staging})) as target:
             target.execute(source.read_text("utf-8"))  # trusted script, simple protocol
             schemas = target.execute(
@@ -347,22 +390,144 @@ def _load_one(
 
 
 def _ensure_scratch_owner(connection: psycopg.Connection, reader: str) -> None:
-    """The NOLOGIN role that owns every object of the write-task templates; the agent role is
-    a member, so in its private scratch copy it may alter, index and trigger on them."""
-    exists = connection.execute(
-        "SELECT 1 FROM pg_roles WHERE rolname = %s", [SCRATCH_OWNER]
-    ).fetchone()
-    if exists is None:
-        with contextlib.suppress(psycopg.errors.DuplicateObject):  # a concurrent loader
-            connection.execute(
-                sql.SQL(
-                    "CREATE ROLE {} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
-                    "NOBYPASSRLS"
-                ).format(sql.Identifier(SCRATCH_OWNER))
+    """The NOLOGIN roles that own write-task tables: :data:`SCRATCH_OWNER` owns the templates'
+    objects and has no members (older versions made every agent role one: revoked here for
+    ``reader``); :func:`scratch_role` ``(reader)`` is handed each clone's objects, with
+    ``reader`` as its only member (other members are revoked)."""
+    own = scratch_role(reader)
+    for role in (SCRATCH_OWNER, own):
+        row = connection.execute(
+            "SELECT rolcanlogin OR rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication "
+            "OR rolbypassrls FROM pg_roles WHERE rolname = %s",
+            [role],
+        ).fetchone()
+        if row is None:
+            with contextlib.suppress(psycopg.errors.DuplicateObject):  # a concurrent loader
+                connection.execute(
+                    sql.SQL(
+                        "CREATE ROLE {} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
+                        "NOBYPASSRLS"
+                    ).format(sql.Identifier(role))
+                )
+        elif row[0]:
+            raise ValueError(
+                f"role {role!r} exists and can log in or has privileges; it would own write-task "
+                f"scratch tables: choose another reader name (or drop role {role!r})"
             )
     connection.execute(
-        sql.SQL("GRANT {} TO {}").format(sql.Identifier(SCRATCH_OWNER), sql.Identifier(reader))
+        sql.SQL("COMMENT ON ROLE {} IS {}").format(
+            sql.Identifier(own), sql.Literal(_SCRATCH_OWNER_TAG + reader)
+        )
     )
+    members = connection.execute(
+        "SELECT r.rolname::text, g.rolname::text FROM pg_auth_members m "
+        "JOIN pg_roles r ON r.oid = m.member JOIN pg_roles g ON g.oid = m.roleid "
+        "WHERE (g.rolname = %s AND r.rolname = %s) OR (g.rolname = %s AND r.rolname <> %s)",
+        [SCRATCH_OWNER, reader, own, reader],
+    ).fetchall()
+    for member, group in members:
+        connection.execute(
+            sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(group), sql.Identifier(member))
+        )
+    connection.execute(
+        sql.SQL("GRANT {} TO {}").format(sql.Identifier(own), sql.Identifier(reader))
+    )
+
+
+def _create_database(
+    connection: psycopg.Connection,
+    name: str,
+    template: str,
+    *,
+    readers: tuple[str, ...] = (),
+    tag: str | None = None,
+    encoding: str | None = None,
+) -> None:
+    """``CREATE DATABASE name TEMPLATE template`` that only superusers and ``readers`` (``CONNECT``
+    and ``TEMPORARY``) can ever connect to.
+
+    PostgreSQL gives a new database the default ACL whatever the template's (``datacl`` NULL:
+    ``PUBLIC`` may connect and create temporary objects), so the database is created with
+    ``ALLOW_CONNECTIONS false`` and its ACL, comment and ``ALLOW_CONNECTIONS true`` are set in
+    one transaction afterwards: no session can start in it before its ACL is in place.
+    """
+    ident = sql.Identifier(name)
+    connection.execute(
+        sql.SQL("CREATE DATABASE {} TEMPLATE {}{} ALLOW_CONNECTIONS false").format(
+            ident,
+            sql.Identifier(template),
+            sql.SQL(" ENCODING {}").format(sql.Literal(encoding)) if encoding else sql.SQL(""),
+        )
+    )
+    statements = [sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(ident)]
+    statements += [
+        sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}").format(ident, sql.Identifier(r))
+        for r in readers
+    ]
+    if tag is not None:
+        statements.append(sql.SQL("COMMENT ON DATABASE {} IS {}").format(ident, sql.Literal(tag)))
+    statements.append(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS true").format(ident))
+    # One simple-protocol query: one implicit transaction.
+    connection.execute(sql.SQL("; ").join(statements))
+
+
+def create_scratch_database(
+    connection: psycopg.Connection, conninfo: str, name: str, template: str, reader: str
+) -> None:
+    """Clone write-task ``template`` into database ``name`` for agent role ``reader`` alone.
+
+    ``reader`` (and superusers) alone may connect to the clone (``CONNECT``, ``TEMPORARY``; no
+    ``CREATE``); its comment says whose it is (``ambitab:scratch:<reader>``, read by
+    :func:`check_server_setup`); the objects the template's :data:`SCRATCH_OWNER` owns are
+    handed to :func:`scratch_role` ``(reader)``, which also gets ``ALL`` on the clone's schemas,
+    so the agent role may alter, index and trigger on its own clone's tables and nobody else's.
+
+    Args:
+        connection: a superuser connection (autocommit) to any database of the server.
+        conninfo: the same superuser's connection string for database ``name``.
+        name: the clone's name.
+        template: the write-task template (:func:`template_name`).
+        reader: the campaign's agent role.
+
+    Raises:
+        UnsafeServerSetup: ``reader`` is not a member of its scratch role (the corpus was
+            loaded by an older version, or never for this reader); nothing is created.
+        psycopg.Error: the server refused; a clone made halfway is dropped.
+    """
+    owner = scratch_role(reader)
+    member = connection.execute(
+        "SELECT pg_has_role(%s, oid, 'MEMBER') FROM pg_roles WHERE rolname = %s", [reader, owner]
+    ).fetchone()
+    if member != (True,):
+        raise UnsafeServerSetup(
+            [
+                f"role {reader!r} has no scratch role {owner!r} (which owns its write-task "
+                "scratch databases); run ambitab_gym.verify.postgres.load_corpus_databases "
+                f"with reader={reader!r} and a superuser connection"
+            ]
+        )
+    _create_database(connection, name, template, readers=(reader,), tag=_SCRATCH_TAG + reader)
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as target:
+            schemas = target.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname <> 'information_schema' "
+                "AND nspname NOT LIKE 'pg\\_%'"
+            ).fetchall()
+            role = sql.Identifier(owner)
+            statements = [
+                sql.SQL("REASSIGN OWNED BY {} TO {}").format(sql.Identifier(SCRATCH_OWNER), role)
+            ]
+            statements += [
+                sql.SQL("GRANT ALL ON SCHEMA {} TO {}").format(sql.Identifier(schema), role)
+                for (schema,) in schemas
+            ]
+            target.execute(sql.SQL("; ").join(statements))
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):
+            connection.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+        raise
 
 
 _OWNED_OBJECTS = """
@@ -408,11 +573,7 @@ def _load_template(
         connection.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(staging))
         )
-        connection.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                sql.Identifier(staging)
-            )
-        )
+        _create_database(connection, staging, "template0", encoding="UTF8")
         owner = sql.Identifier(SCRATCH_OWNER)
         with psycopg.connect(make_conninfo(**{**admin, "dbname": staging})) as target:
             target.execute(source.read_text("utf-8"))  # trusted script, simple protocol
@@ -477,7 +638,7 @@ def _grant_database(
                         )
                     )
             _harden(target, readers)
-        problems = isolation_problems(target, role=readers[0], reference=readers[1])
+        problems = isolation_problems(target, role=readers[0], reference=readers[1], tenants=False)
     if problems:
         raise UnsafeServerSetup([f"database {name!r}: {problem}" for problem in problems])
 
@@ -513,10 +674,108 @@ FROM pg_roles r WHERE r.rolname = coalesce(%(role)s, session_user::text)
 """
 
 
+# Every database of the loader's or an engine's making (tagged, or named like a scratch
+# database): whether it accepts connections, whether PUBLIC may connect, and which login roles
+# (superusers aside, who bypass ACLs) may.
+_TENANT_DATABASES = """
+SELECT d.datname::text, d.datistemplate, d.datallowconn, t.tag,
+       has_database_privilege('public', d.oid, 'CONNECT'),
+       array(SELECT r.rolname::text FROM pg_roles r
+             WHERE r.rolcanlogin AND NOT r.rolsuper
+               AND has_database_privilege(r.oid, d.oid, 'CONNECT') ORDER BY 1)
+FROM pg_database d,
+     LATERAL (SELECT coalesce(shobj_description(d.oid, 'pg_database'), '') AS tag) t
+WHERE starts_with(t.tag, %(prefix)s) OR starts_with(d.datname, %(scratch)s)
+ORDER BY 1
+"""
+# The roles that own scratch tables (the templates' owner, each campaign's scratch role), with
+# the login roles (superusers aside) that are members, directly or not.
+_TENANT_OWNERS = """
+SELECT g.rolname::text, t.tag,
+       array(SELECT r.rolname::text FROM pg_roles r
+             WHERE r.rolcanlogin AND NOT r.rolsuper AND r.oid <> g.oid
+               AND pg_has_role(r.oid, g.oid, 'MEMBER') ORDER BY 1)
+FROM pg_roles g,
+     LATERAL (SELECT coalesce(shobj_description(g.oid, 'pg_authid'), '') AS tag) t
+WHERE g.rolname = %(owner)s OR starts_with(t.tag, %(owner_tag)s)
+ORDER BY 1
+"""
+
+
+def _tenant_problems(connection: psycopg.Connection) -> list[str]:
+    """What would let one campaign (an agent role with its own login) reach another campaign's
+    databases, on the whole server: an ``ambitab`` database (corpus database, write-task
+    template, scratch database) that ``PUBLIC`` may connect to, a template that accepts
+    connections, a scratch database that a login role other than its campaign's may connect to,
+    a login role that is a member of :data:`SCRATCH_OWNER` or of another campaign's
+    :func:`scratch_role`. Readable by any role (``pg_database``, ``pg_roles`` and comments are
+    public catalogs)."""
+    problems = []
+    rows = connection.execute(
+        _TENANT_DATABASES, {"prefix": _COMMENT_PREFIX, "scratch": SCRATCH_PREFIX}
+    ).fetchall()
+    for name, template, allowed, tag, public, logins in rows:
+        scratch = tag.startswith(_SCRATCH_TAG) or name.startswith(SCRATCH_PREFIX)
+        if template and allowed:
+            problems.append(
+                f"write-task template database {name!r} accepts connections, so a role that may "
+                "connect could change what every campaign's write tasks are verified against; "
+                f"ALTER DATABASE {name} WITH ALLOW_CONNECTIONS false"
+            )
+        if not allowed:
+            continue
+        if public:
+            fix = f"REVOKE CONNECT, TEMPORARY ON DATABASE {name} FROM PUBLIC"
+            if scratch:
+                fix = f"drop it (DROP DATABASE {name} WITH (FORCE)), or {fix}"
+            else:
+                fix += " (or run load_corpus_databases with a superuser connection)"
+            problems.append(
+                f"database {name!r} accepts connections from every role (PUBLIC has CONNECT), "
+                f"so any campaign's login could connect to it; {fix}"
+            )
+            continue
+        if tag.startswith(_SCRATCH_TAG):
+            owner = tag[len(_SCRATCH_TAG) :]
+            others = [login for login in logins if login != owner]
+            if others:
+                listed = ", ".join(others)
+                problems.append(
+                    f"scratch database {name!r} of campaign role {owner!r} accepts connections "
+                    f"from {listed}, another campaign's role; REVOKE CONNECT, TEMPORARY ON "
+                    f"DATABASE {name} FROM {listed}"
+                )
+    rows = connection.execute(
+        _TENANT_OWNERS, {"owner": SCRATCH_OWNER, "owner_tag": _SCRATCH_OWNER_TAG}
+    ).fetchall()
+    for group, tag, members in rows:
+        owner = tag[len(_SCRATCH_OWNER_TAG) :] if tag.startswith(_SCRATCH_OWNER_TAG) else None
+        others = [member for member in members if member != owner]
+        if not others:
+            continue
+        listed = ", ".join(others)
+        whose = (
+            f"which owns campaign role {owner!r}'s scratch tables"
+            if owner is not None and group != SCRATCH_OWNER
+            else "which owns the write-task templates' tables"
+        )
+        problems.append(
+            f"role(s) {listed} are members of {group!r}, {whose}, so they would own them in "
+            f"every scratch database they reach; REVOKE {group} FROM {listed} (load_corpus_"
+            "databases does this for its reader)"
+        )
+    return problems
+
+
 def isolation_problems(
-    connection: psycopg.Connection, *, role: str | None = None, reference: str | None = None
+    connection: psycopg.Connection,
+    *,
+    role: str | None = None,
+    reference: str | None = None,
+    tenants: bool = True,
 ) -> list[str]:
-    """What would let agent role ``role`` disturb or observe other sessions in this database.
+    """What would let agent role ``role`` disturb or observe other sessions in this database,
+    or (``tenants``) reach another campaign's databases anywhere on the server.
 
     Checks, in the connection's database: the role is no superuser, has no ``CREATEROLE``, is
     no member of :data:`DANGEROUS_ROLES`, ``pg_signal_backend``, ``pg_read_all_stats``,
@@ -525,12 +784,18 @@ def isolation_problems(
     ``pg_lock_status`` or ``pg_blocking_pids``; it cannot read any ``pg_stat_*``/``pg_statio_*``
     view (``pg_stat_statements`` included, wherever it is installed) or ``pg_locks``; it cannot
     call a ``SECURITY DEFINER`` function outside the system schemas; and its role settings keep
-    agent-sized messages out of the server log.
+    agent-sized messages out of the server log. On the whole server (``tenants``): no database
+    of the loader's or an engine's making (a corpus database, a write-task template, a scratch
+    database) accepts connections from ``PUBLIC``, no template accepts connections at all, no
+    scratch database accepts them from a login role other than its campaign's agent role, and
+    no login role is a member of :data:`SCRATCH_OWNER` or of another campaign's
+    :func:`scratch_role`.
 
     Args:
         connection: any connection to the database to check (the agent's own, or an admin's).
         role: the agent role (default: the connection's ``session_user``).
         reference: the role that runs reference queries (not checked when None).
+        tenants: also run the server-wide checks between campaigns.
 
     Returns:
         One line per problem, each saying what to change; empty when the setup is safe.
@@ -601,11 +866,17 @@ def isolation_problems(
                 f"role {name!r} would write agent-sized error messages and statements to the "
                 f"server log; ALTER ROLE {name} SET {setting} = 'fatal' (or {fix})"
             )
+    if tenants:
+        problems += _tenant_problems(connection)
     return problems
 
 
 def check_server_setup(dsn: str, *, role: str | None = None, reference: str | None = None) -> None:
     """Refuse an unsafe setup: raise :class:`UnsafeServerSetup` with what to fix.
+
+    Checks the role in the DSN's database and, on the whole server, that no campaign can reach
+    another's databases (:func:`isolation_problems`): each problem names the database or role
+    and the statement that fixes it.
 
     Args:
         dsn: a connection to a corpus database (as the agent role, or as an admin with
