@@ -367,7 +367,7 @@ def _llama_campaign(url: str, tmp_path: Path, name: str, seed: int) -> tuple[lis
         oracle="llm",
         conditions=("asker",),
         seeds=(seed,),
-        limit=2,
+        limit=1,  # one record: three campaigns on a CPU model are the suite's slowest test
         budget_slack=1,
         llm={"sampling": SMALL.to_dict()},
     )
@@ -393,10 +393,10 @@ def _outcome(rows: list[dict], entries: list[dict]) -> tuple:
 
 
 def test_llamacpp_same_seed_same_dialogues_other_seed_other_dialogues(llama_url, tmp_path):
-    rows_a, log_a, records = _llama_campaign(llama_url, tmp_path, "a", seed=0)
+    rows_a, log_a, _ = _llama_campaign(llama_url, tmp_path, "a", seed=0)
     rows_b, log_b, _ = _llama_campaign(llama_url, tmp_path, "b", seed=0)
     rows_c, log_c, _ = _llama_campaign(llama_url, tmp_path, "c", seed=1)
-    assert len(rows_a) == 2 and all(r["error"] is None for r in rows_a + rows_b + rows_c)
+    assert len(rows_a) == 1 and all(r["error"] is None for r in rows_a + rows_b + rows_c)
     assert _outcome(rows_a, log_a) == _outcome(rows_b, log_b)  # reruns reproduce
     assert [e["sampling"]["seed"] for e in log_a] == [e["sampling"]["seed"] for e in log_b]
     # a changed campaign seed changes every request's seed, and so the replies
@@ -418,4 +418,3 @@ def test_llamacpp_same_seed_same_dialogues_other_seed_other_dialogues(llama_url,
                 assert entry["raw"] is not None and entry["error"] is None
                 assert entry["sampling"]["max_tokens"] == SMALL[entry["role"]].max_tokens
                 assert entry["completion_tokens"] <= SMALL[entry["role"]].max_tokens
-    assert records == sorted(records)
