@@ -23,6 +23,8 @@ Campaigns and diagnostics (paper A.4, Appendix E):
 * :data:`ABORT_AFTER_ERRORS` - a campaign stops after this many episodes in a row ended in a
   server error (connection, timeout, 5xx, 429): the server is down, not the asker failing.
 * :data:`CONCURRENCY`, :data:`LLM_CONCURRENCY` - episodes in flight without / with an LLM server.
+* :data:`LLM_TIMEOUT_S`, :data:`LLM_CLIENT_CONCURRENCY` - one LLM request's time limit, and the
+  requests one client keeps in flight.
 * :data:`SLOT_START_INTERVAL_S` - seconds between the starts of a campaign's episode slots.
 * :data:`BOOTSTRAP_RESAMPLES`, :data:`BOOTSTRAP_SEED`, :data:`SPEC_SEED`.
 
@@ -47,7 +49,9 @@ __all__ = [
     "CAMPAIGN_ZERO_AMBIGUITY",
     "CONCURRENCY",
     "ENGINE_THREADS",
+    "LLM_CLIENT_CONCURRENCY",
     "LLM_CONCURRENCY",
+    "LLM_TIMEOUT_S",
     "MAX_ERROR_RATE",
     "MAX_RESULT_BYTES",
     "MAX_ROWS",
@@ -99,6 +103,10 @@ ABORT_AFTER_ERRORS: int = 20
 CONCURRENCY: int = 1
 #: Episodes (and requests) in flight at once against an LLM server, so it can batch.
 LLM_CONCURRENCY: int = 64
+#: Seconds one LLM request may take (``--llm-timeout``).
+LLM_TIMEOUT_S: float = 120.0
+#: Requests one :class:`~ambitab_gym.llm.LLMClient` keeps in flight when none is given.
+LLM_CLIENT_CONCURRENCY: int = 16
 #: Seconds between the first episodes of a campaign's slots (``--start-interval``): slot i
 #: starts i x this after the run begins, so C slots reach the LLM server spread out rather than
 #: in one burst, whose waves would last the whole run against a server with regular latency.

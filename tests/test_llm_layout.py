@@ -131,9 +131,9 @@ def test_oracle_prompts_and_access_policy_live_on_the_oracle_side():
 def test_transport_names_stay_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        from ambitab_gym.llm import DEFAULT_CONCURRENCY, LLMClient, LLMError, response_format
+        from ambitab_gym.llm import LLMClient, LLMError, response_format
 
-    assert DEFAULT_CONCURRENCY == 64 and LLMClient and LLMError and response_format
+    assert LLMClient and LLMError and response_format
 
 
 def test_the_scripted_server_runs_standalone():

@@ -10,7 +10,6 @@
 * :func:`add_oracle_arguments` and :func:`oracle_options_from_args` - ``--oracle-policy``,
   ``--responder-reads-sql``, ``--matcher-reads-dialogue`` and the options of
   :func:`~ambitab_gym.oracles.llm.make_llm_oracle` they describe.
-* :data:`DEFAULT_CONCURRENCY` - requests in flight when ``--concurrency`` is not given.
 * :data:`URL_ENV`, :data:`KEY_ENV`, :data:`MODEL_ENVS` - the environment variables that stand in
   for ``--llm-url``, the key and ``--model`` (``from_env=True``; see :func:`apply_env_defaults`).
 * :func:`preflight` - check each server before a campaign (:meth:`LLMClient.apreflight`), print
@@ -24,13 +23,13 @@ import os
 import sys
 from typing import Any
 
+from ambitab_gym import defaults
 from ambitab_gym.errors import UsageError
-from ambitab_gym.llm.client import DEFAULT_CONCURRENCY, LLMClient
+from ambitab_gym.llm.client import LLMClient
 from ambitab_gym.llm.sampling import ROLES, SAMPLING_KEYS, SamplingTable
 from ambitab_gym.oracles.access import ORACLE_POLICY_CHOICES
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
     "KEY_ENV",
     "MODEL_ENVS",
     "URL_ENV",
@@ -119,9 +118,14 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> N
         "concurrency",
         type=int,
         default=None,
-        help=f"requests in flight at once (default {DEFAULT_CONCURRENCY})",
+        help=f"requests in flight at once (default {defaults.LLM_CONCURRENCY})",
     )
-    add("llm-timeout", type=float, default=None, help="seconds one request may take (default 120)")
+    add(
+        "llm-timeout",
+        type=float,
+        default=None,
+        help=f"seconds one request may take (default {defaults.LLM_TIMEOUT_S:g})",
+    )
     add(
         "llm-retries",
         type=int,
@@ -315,8 +319,8 @@ def client_from_args(
         url,
         model,
         api_key_env=key_env or KEY_ENV,
-        concurrency=get("concurrency") or DEFAULT_CONCURRENCY,
-        timeout_s=get("llm_timeout") or 120.0,
+        concurrency=get("concurrency") or defaults.LLM_CONCURRENCY,
+        timeout_s=get("llm_timeout") or defaults.LLM_TIMEOUT_S,
         max_retries=3 if get("llm_retries") is None else get("llm_retries"),
         temperature=get("temperature"),
         top_p=get("top_p"),

@@ -9,7 +9,6 @@
 * :class:`Sampling`, :class:`SamplingTable`, :data:`DEFAULT_SAMPLING` - sampling per role;
   :class:`EpisodeKey`, :func:`episode_scope`, :func:`derive_seed` - the per-call seed
   (:mod:`ambitab_gym.llm.sampling`).
-* :data:`DEFAULT_CONCURRENCY` - requests in flight when nobody says otherwise.
 * :class:`ReplyCache` - replies stored by request in one SQLite file, so reruns reproduce
   whatever the server does (:mod:`ambitab_gym.llm.cache`; ``LLMClient(..., cache=...)``).
 
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 from ambitab_gym.llm.cache import ReplyCache, ReplyCacheError
 from ambitab_gym.llm.client import (
-    DEFAULT_CONCURRENCY,
     ChatResult,
     LLMClient,
     ServerInfo,
@@ -55,7 +53,6 @@ from ambitab_gym.llm.sampling import (
 from ambitab_gym.llm.usage import CallRecord, UsageSummary
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
     "DEFAULT_SAMPLING",
     "CallRecord",
     "ChatResult",

@@ -8,7 +8,6 @@
 * :class:`CallRecord` and :class:`UsageSummary` - per-call and aggregated accounting.
 * :func:`response_format` - the ``response_format`` request field asking for JSON that follows
   a schema (structured output).
-* :data:`DEFAULT_CONCURRENCY` - requests in flight when nobody says otherwise.
 * :class:`ServerInfo` - what :meth:`LLMClient.apreflight` (the pre-flight check of a server:
   reachable, key accepted, model listed by ``/v1/models``; llama.cpp's slot count) found.
 * :class:`LLMError` and its subclasses - every failure carries a ``category`` (``timeout``,
@@ -71,7 +70,6 @@ from ambitab_gym.llm.usage import CallRecord, UsageSummary, meter_call
 from ambitab_gym.textutil import strip_thinking
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
     "CallRecord",
     "ChatResult",
     "LLMClient",
@@ -89,9 +87,6 @@ __all__ = [
 T = TypeVar("T")
 
 logger = logging.getLogger("ambitab_gym.llm")
-
-#: Requests in flight when the command line does not say (``defaults.LLM_CONCURRENCY``).
-DEFAULT_CONCURRENCY: int = defaults.LLM_CONCURRENCY
 
 
 def response_format(name: str, schema: dict) -> dict:
@@ -484,8 +479,8 @@ class LLMClient:
         *,
         api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 16,
-        timeout_s: float = 120.0,
+        concurrency: int = defaults.LLM_CLIENT_CONCURRENCY,
+        timeout_s: float = defaults.LLM_TIMEOUT_S,
         max_retries: int = 3,
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
@@ -568,8 +563,8 @@ class LLMClient:
         base_url: str,
         model: str,
         api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 16,
-        timeout_s: float = 120.0,
+        concurrency: int = defaults.LLM_CLIENT_CONCURRENCY,
+        timeout_s: float = defaults.LLM_TIMEOUT_S,
         max_retries: int = 3,
         temperature: float | None = None,
         top_p: float | None = None,

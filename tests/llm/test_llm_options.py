@@ -10,7 +10,6 @@ from llm_helpers import contents, record
 
 from ambitab_gym.cli import main as cli_main
 from ambitab_gym.commands.llm_options import (
-    DEFAULT_CONCURRENCY,
     add_llm_arguments,
     add_oracle_arguments,
     client_from_args,
@@ -35,7 +34,7 @@ def test_arguments_and_client():
     assert (client.base_url, client.model, client.concurrency) == (
         "http://127.0.0.1:9/v1",
         "qwen",
-        DEFAULT_CONCURRENCY,
+        64,  # defaults.LLM_CONCURRENCY: episodes in flight against a server
     )
     assert client.params["temperature"] == 0.7 and client.params["top_p"] == 0.8
     assert client.params["seed"] == 5 and client.timeout_s == 30 and client.max_retries == 0
