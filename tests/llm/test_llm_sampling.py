@@ -342,8 +342,11 @@ SMALL = SamplingTable.build(
 )
 
 
-def _llama_campaign(url: str, tmp_path: Path, name: str, seed: int) -> tuple[list, list, list]:
-    """(episode rows, log entries, records) of a small campaign with campaign seed ``seed``."""
+def _llama_campaign(
+    url: str, tmp_path: Path, name: str, seed: int, cache: Path | None = None
+) -> tuple[list, list, list]:
+    """(episode rows, log entries, records) of a small campaign with campaign seed ``seed``
+    (its replies read from and written to the reply cache ``cache`` when one is given)."""
     from ambitab_gym.llm import LLMClient
 
     log = tmp_path / f"{name}.jsonl"
@@ -359,6 +362,7 @@ def _llama_campaign(url: str, tmp_path: Path, name: str, seed: int) -> tuple[lis
         # the samples) with what ran before: off, so each request depends only on itself
         extra_body={"cache_prompt": False},
         log_path=log,
+        cache=cache,
     )
     config = CampaignConfig(
         CORPUS,
@@ -418,3 +422,14 @@ def test_llamacpp_same_seed_same_dialogues_other_seed_other_dialogues(llama_url,
                 assert entry["raw"] is not None and entry["error"] is None
                 assert entry["sampling"]["max_tokens"] == SMALL[entry["role"]].max_tokens
                 assert entry["completion_tokens"] <= SMALL[entry["role"]].max_tokens
+
+
+def test_llamacpp_campaign_rerun_with_the_reply_cache_makes_no_call(llama_url, tmp_path):
+    # the same campaign twice into two results files, with one reply cache: the second run's
+    # every call is a hit (no request reaches llama.cpp) and it stores the same dialogues
+    cache = tmp_path / "replies.sqlite"
+    rows_a, log_a, _ = _llama_campaign(llama_url, tmp_path, "first", seed=0, cache=cache)
+    rows_b, log_b, _ = _llama_campaign(llama_url, tmp_path, "second", seed=0, cache=cache)
+    assert log_a and not any(e["cached"] for e in log_a)
+    assert log_b and all(e["cached"] for e in log_b)
+    assert _outcome(rows_a, log_a) == _outcome(rows_b, log_b)
