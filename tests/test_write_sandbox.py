@@ -835,3 +835,84 @@ print(json.dumps(out + [hwm() - before, engine.execute("SELECT 42").rows[0][0]])
     assert category == "too_large" and "64 MiB" in message, message
     assert grown < 64 * 2**20, grown  # the 500 MB row never reached this process
     assert after == 42
+
+
+# -- SQLite write tasks: the read path's statement limit and result cap ---------------------------
+
+
+def _sqlite_task_engine(tmp_path: Path, limits: Limits):
+    from ambitab_gym.verify.sqlite import SQLiteEngine
+
+    path = tmp_path / "t.sqlite"
+    connection = sqlite3.connect(path)
+    connection.executescript("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+    connection.commit()
+    connection.close()
+    return SQLiteEngine(path, limits=limits)
+
+
+def _sqlite_task(submission: str) -> dict:
+    return {"submission": submission, "reference": "SELECT 1", "tests": [], "db_name": "t"}
+
+
+def _peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "SELECT printf('%.*c', 2147483647, 'x')",  # one call that no progress handler reaches
+        # quadratic: a 500,000-character needle that almost matches everywhere
+        "SELECT instr(printf('%.*c', 999990, 'a'), printf('%.*c', 499995, 'a') || 'b')",
+    ],
+)
+def test_sqlite_write_task_stops_a_long_builtin_call_at_the_statement_limit(tmp_path, bomb):
+    # The task budget is 30 s; the statement limit (1 s) holds: the worker answers ``timeout``
+    # at the hard stop (1.75 s) and ends; the next task gets a fresh worker.
+    engine = _sqlite_task_engine(tmp_path, Limits(timeout_s=1.0))
+    try:
+        start = time.monotonic()
+        reply = engine.run_task(_sqlite_task(bomb), total_s=30)
+        took = time.monotonic() - start
+        assert reply[:3] == ("task", False, "timeout"), reply
+        assert took < 1.75 + 5, took
+        assert engine.run_task(_sqlite_task("SELECT 1"), total_s=30)[:3] == ("task", True, "match")
+    finally:
+        engine.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads VmHWM from /proc")
+def test_sqlite_write_task_result_and_error_bombs_stay_under_the_cap(tmp_path):
+    cap = 16 * 2**20
+    engine = _sqlite_task_engine(tmp_path, Limits(timeout_s=5.0, max_result_bytes=cap))
+    try:
+        assert engine.run_task(_sqlite_task("SELECT 1"), total_s=30)[1] is True
+        pid = engine.task_worker_pid
+        before = _peak_rss(pid)
+        # 300 rows of a 999,000-byte blob: 300 MB, fetched in chunks that fit the cap.
+        reply = engine.run_task(
+            _sqlite_task(
+                "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 300) "
+                "SELECT zeroblob(999000) FROM r"
+            ),
+            total_s=30,
+        )
+        assert reply[:3] == ("task", False, "too_large"), reply
+        # An error message as long as the SQL text allows.
+        message = "m" * 90_000
+        reply = engine.run_task(
+            _sqlite_task(
+                "CREATE TABLE e(x); CREATE TRIGGER g BEFORE INSERT ON e BEGIN "
+                f"SELECT RAISE(ABORT, '{message}'); END; INSERT INTO e VALUES (1)"
+            ),
+            total_s=30,
+        )
+        assert reply[:3] == ("task", False, "runtime") and len(reply[3]) <= 1_000, reply[:3]
+        assert engine.task_worker_pid == pid
+        assert _peak_rss(pid) - before < 3 * cap + 16 * 2**20, (before, _peak_rss(pid))
+    finally:
+        engine.close()

@@ -587,6 +587,38 @@ _SQLITE_SLOW = ("slow",)
 _SQLITE_RECURSIVE = 33  # SQLITE_RECURSIVE, missing from older ``sqlite3`` modules
 
 
+def sqlite_fetch(cursor, width: int, length_limit: int, max_rows: int, max_bytes: int):
+    """Fetch a SQLite cursor's rows under the row and byte caps (the read path and write tasks).
+
+    Rows come in chunks small enough that one chunk of the longest possible values (every cell
+    at ``length_limit``) stays within ``max_bytes``, so the fetching process holds little more
+    than the cap. Returns the rows, or an ``("error", category, message)`` tuple.
+    """
+    widest_row = max(1, width) * (length_limit + _PER_CELL_BYTES)
+    chunk = max(1, min(_FETCH_CHUNK, max_bytes // widest_row))
+    rows: list[tuple] = []
+    # No value is longer than the length limit, so while the rows fetched so far would fit
+    # even at that width, their exact size (result_bytes) need not be counted.
+    per_row_bound = widest_row + _PER_ROW_BYTES
+    size = 0
+    exact = False
+    part = cursor.fetchmany(chunk)
+    while part:
+        rows.extend(part)
+        if len(rows) > max_rows:
+            return _error("too_many_rows", f"result has more than {max_rows} rows")
+        if exact:
+            size += result_bytes(part)
+        elif len(rows) * per_row_bound > max_bytes:
+            size, exact = result_bytes(rows), True
+        if size > max_bytes:
+            return _too_large(max_bytes)
+        if len(part) < chunk:  # fetchmany returns a short chunk only at the end
+            break
+        part = cursor.fetchmany(chunk)
+    return rows
+
+
 class SQLiteSession:
     """A sandboxed, read-only SQLite connection, following "Defense Against the Dark Arts".
 
@@ -685,29 +717,9 @@ class SQLiteSession:
         try:
             cursor.execute(sql)
             columns = tuple(d[0] for d in cursor.description or ())
-            # Chunks small enough that one chunk of the longest possible values stays in the cap.
-            widest_row = max(1, len(columns)) * (self.length_limit + _PER_CELL_BYTES)
-            chunk = max(1, min(_FETCH_CHUNK, max_bytes // widest_row))
-            rows: list[tuple] = []
-            # No value is longer than the length limit, so while the rows fetched so far would
-            # fit even at that width, their exact size (result_bytes) need not be counted.
-            per_row_bound = widest_row + _PER_ROW_BYTES
-            size = 0
-            exact = False
-            part = cursor.fetchmany(chunk)
-            while part:
-                rows.extend(part)
-                if len(rows) > max_rows:
-                    return _error("too_many_rows", f"result has more than {max_rows} rows")
-                if exact:
-                    size += result_bytes(part)
-                elif len(rows) * per_row_bound > max_bytes:
-                    size, exact = result_bytes(rows), True
-                if size > max_bytes:
-                    return _too_large(max_bytes)
-                if len(part) < chunk:  # fetchmany returns a short chunk only at the end
-                    break
-                part = cursor.fetchmany(chunk)
+            rows = sqlite_fetch(cursor, len(columns), self.length_limit, max_rows, max_bytes)
+            if rows[:1] == ("error",):
+                return rows
             return ("ok", columns, rows)
         except self._sqlite3.Error as error:
             return self._classify(error, timeout_s)
@@ -1089,12 +1101,13 @@ class _SQLiteScratch:
 
     dialect = "sqlite"
 
-    def __init__(self, taskrun, data: bytes, limits: tuple) -> None:
+    def __init__(self, taskrun, data: bytes, limits: tuple, hard_stop: Watchdog) -> None:
         import sqlite3
 
         self._sqlite3 = sqlite3
         self._fail = taskrun.StatementError
         self.max_rows, self.max_bytes = limits
+        self._hard_stop = hard_stop
         self._deadline = math.inf
         self.timed_out = self._refused = False
         connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -1147,11 +1160,20 @@ class _SQLiteScratch:
         self.timed_out = self._refused = False
         self._deadline = time.monotonic() + timeout_s
         cursor = self.conn.cursor()
+        # The progress handler stops the statement at its deadline; a built-in call that no
+        # progress handler reaches (printf with a huge precision, instr on long text) meets the
+        # read path's hard stop instead: the worker answers timeout and exits.
+        self._hard_stop.arm(hard_stop_s(timeout_s))
         try:
             cursor.execute(statement)
             if cursor.description is None:
                 return None
-            return _capped_rows(cursor, self.max_rows, self.max_bytes, self._fail)
+            rows = sqlite_fetch(
+                cursor, len(cursor.description), SQLITE_LENGTH, self.max_rows, self.max_bytes
+            )
+            if rows[:1] == ("error",):
+                raise self._fail(rows[1], rows[2])
+            return rows
         except self._sqlite3.Error as error:
             message = str(error)
             lowered = message.lower()
@@ -1177,6 +1199,7 @@ class _SQLiteScratch:
         except (OverflowError, ValueError) as error:
             raise self._fail("runtime", cut(error)) from None
         finally:
+            self._hard_stop.disarm()
             self._deadline = math.inf
             cursor.close()
 
@@ -1454,6 +1477,9 @@ class _TaskSession:
         if kind == "sqlite-task":
             import sqlite3
 
+            self.hard_stop = Watchdog(self._stop_overrun)
+            self._timeout_s = 0.0
+
             self.version = sqlite3.sqlite_version
             heap_limit_mb = int(config.get("heap_limit_mb", 0))
             if heap_limit_mb > 0:
@@ -1494,12 +1520,24 @@ class _TaskSession:
         if cursor is not None:
             cursor.interrupt()
 
+    def _stop_overrun(self) -> None:
+        """The hard stop of a SQLite statement in a write task (from the watchdog thread, while
+        the statement still runs): answer ``timeout`` and end the worker, as the parent kills
+        the read path's worker; the parent starts a fresh one for the next task."""
+        reply = ("task", False, "timeout", f"query ran longer than {self._timeout_s:g} s")
+        try:
+            if _RESPONSE_FD is not None:
+                write_message(_RESPONSE_FD, pickle.dumps(reply))
+        finally:
+            os._exit(0)
+
     def run(self, task: dict, timeout_s: float, max_rows: int, max_bytes: int, seconds_left=None):
         taskrun = self.taskrun
         limits = (max_rows, max_bytes)
         try:
             if self.kind == "sqlite-task":
-                adapter = _SQLiteScratch(taskrun, self._data, limits)
+                self._timeout_s = timeout_s
+                adapter = _SQLiteScratch(taskrun, self._data, limits, self.hard_stop)
             elif self.kind == "duckdb-task":
                 adapter = _DuckDBScratch(taskrun, self, limits)
             else:
@@ -1539,6 +1577,9 @@ class _TaskSession:
 
     def close(self) -> None:
         self.watchdog.stop()
+        hard_stop = getattr(self, "hard_stop", None)
+        if hard_stop is not None:
+            hard_stop.stop()
         instance = getattr(self, "instance", None)
         if instance is not None:
             instance.close()
@@ -1824,7 +1865,9 @@ class WorkerSlot:
                 worker = self._ensure(key, config, headroom_mb)
                 try:
                     worker.send(request)
-                    reply = worker.receive(seconds_left + 0.5 + 0.25 * timeout_s, max_bytes + 2**20)
+                    reply = worker.receive(
+                        hard_stop_s(timeout_s) - timeout_s + seconds_left, max_bytes + 2**20
+                    )
                 except pickle.UnpicklingError as error:
                     self._discard()
                     return _error("engine", str(error))
@@ -1865,6 +1908,17 @@ class WorkerSlot:
 # -- the worker's side -------------------------------------------------------------------------
 
 
+#: The worker's reply pipe (set by :func:`serve`): a write task's hard stop answers on it.
+_RESPONSE_FD: int | None = None
+
+
+def hard_stop_s(timeout_s: float) -> float:
+    """When a statement that ignores its deadline is stopped by force: ``timeout_s + 0.5 s +
+    timeout_s / 4`` (the parent kills a read-path worker then; a write task's worker ends
+    itself)."""
+    return timeout_s + 0.5 + 0.25 * timeout_s
+
+
 def serve(request_fd: int, response_fd: int, counter_fd: int) -> int:
     """The worker's loop: open the database as asked, then answer queries until EOF; each
     request read is counted in the shared page of ``counter_fd`` (see
@@ -1873,6 +1927,8 @@ def serve(request_fd: int, response_fd: int, counter_fd: int) -> int:
     Returns:
         The process exit status.
     """
+    global _RESPONSE_FD
+    _RESPONSE_FD = response_fd
     requests = Connection(request_fd, writable=False)
     responses = Connection(response_fd, readable=False)
     try:
