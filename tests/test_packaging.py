@@ -143,9 +143,7 @@ def test_wheel_bundles_py_typed_corpora_and_assets(wheel):
     assert not missing, f"not in the wheel: {missing}"
     for name in expected:  # bundled byte for byte
         assert wheel.read(name) == (ROOT / name).read_bytes()
-    assets = [
-        p.relative_to(ROOT).as_posix() for p in (PACKAGE / "evaluation" / "assets").iterdir()
-    ]
+    assets = [p.relative_to(ROOT).as_posix() for p in (PACKAGE / "evaluation" / "assets").iterdir()]
     assert assets and set(assets) <= names
     # every file of the package (code and data) is in the wheel
     package_files = {
