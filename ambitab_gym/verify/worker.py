@@ -34,9 +34,8 @@ killed worker's last ``read`` swallowed in the kernel - a fatal signal is acted 
 read returns - counts as never run, and a query that crashed the worker counts as run. The
 worker frees the result and closes the query's cursor after the reply has left.
 
-Each side blocks in ``poll`` until the other writes: polling the pipe before blocking (hybrid
-polling) was measured and bought nothing (docs/verifier.md, DuckDB): a query takes longer than
-any useful budget, and a wake-up costs less than the CPU the polling burns.
+Each side blocks in ``poll`` until the other writes: polling the pipe before blocking bought
+nothing (benchmarks/RESULTS.md, DuckDB transport), since a wake-up costs less than the polling.
 """
 
 from __future__ import annotations
