@@ -24,6 +24,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from postgres_cluster import postgres_cluster  # noqa: F401  (the fixture)
+from write_task_fixtures import HR_SQL, RAISE, RAISE_TEST
 
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.verify import Limits, Verifier
@@ -42,19 +43,7 @@ from ambitab_gym.verify.postgres_loader import (
 )
 
 SECRET = "tenant-b-secret-7d1e"
-SCRIPT = """
-CREATE TABLE staff (id INTEGER PRIMARY KEY, name VARCHAR(20), salary INTEGER, region VARCHAR(10));
-INSERT INTO staff VALUES (1, 'Ann', 100, 'north'), (2, 'Bob', 120, 'south'),
-  (3, 'Cid', 90, 'north'), (4, 'Dee', 110, 'south');
-"""
-RAISE = "UPDATE staff SET salary = 150 WHERE region = 'north'"
-RAISE_TEST = """
-def test_case(pred_sqls, sol_sqls, db_name, conn):
-    rows, error, timeout = execute_queries(
-        "SELECT name, salary FROM staff ORDER BY id", db_name, conn)
-    assert not error and not timeout
-    assert rows == [("Ann", 150), ("Bob", 120), ("Cid", 150), ("Dee", 110)], rows
-"""
+SCRIPT = HR_SQL
 # While B's task runs (the in-use clone is what A goes for then).
 SLOW_RAISE = RAISE + "; SELECT pg_sleep(1.5)"
 WRONG = "UPDATE staff SET salary = 150"

@@ -25,6 +25,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from postgres_cluster import postgres_cluster  # noqa: F401  (the fixture)
+from write_task_fixtures import HR_SQL, RAISE, RAISE_TEST
 
 from ambitab_gym.corpora import load_corpus
 from ambitab_gym.records import parse_record
@@ -36,20 +37,6 @@ UPSTREAM = ROOT.parent / "shared" / "upstream" / "bird_interact"
 SAMPLE = UPSTREAM / "official_sample" / "bird_interact_data.jsonl"
 ALIEN_SQLITE = UPSTREAM / "mini_interact" / "alien" / "alien.sqlite"
 
-HR_SQL = """
-CREATE TABLE staff (id INTEGER PRIMARY KEY, name VARCHAR(20), salary INTEGER, region VARCHAR(10));
-INSERT INTO staff VALUES (1, 'Ann', 100, 'north'), (2, 'Bob', 120, 'south'),
-  (3, 'Cid', 90, 'north'), (4, 'Dee', 110, 'south');
-"""
-# The task: "give everyone in the north a raise to 150"; the test case checks the new state.
-RAISE = "UPDATE staff SET salary = 150 WHERE region = 'north'"
-RAISE_TEST = """
-def test_case(pred_sqls, sol_sqls, db_name, conn):
-    rows, error, timeout = execute_queries(
-        "SELECT name, salary FROM staff ORDER BY id", db_name, conn)
-    assert not error and not timeout
-    assert rows == [("Ann", 150), ("Bob", 120), ("Cid", 150), ("Dee", 110)], rows
-"""
 # The task: "archive the south region into a new table and remove it from staff".
 ARCHIVE = (
     "CREATE TABLE archive AS SELECT * FROM staff WHERE region = 'south'; "
