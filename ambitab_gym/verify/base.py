@@ -5,6 +5,8 @@
 * :class:`Engine` - the protocol: ``execute(sql, timeout_s=..., max_rows=...)`` and ``close()``.
 * :class:`Limits` - time, size and memory limits applied to every submitted query.
 * :func:`bounded_text` - cut an engine's message to a bounded size before it goes anywhere.
+* :func:`process_stat`, :func:`process_alive` - whether the process that left a temporary file
+  or scratch database still runs (the sweeps of killed builds and verifiers).
 
 Engines run *hostile* SQL: every engine is read-only, runs one statement, enforces a wall-clock
 timeout and a bounded result, and leaves the database files byte-identical.
@@ -12,6 +14,7 @@ timeout and a bounded result, and leaves the database files byte-identical.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,7 +22,16 @@ from ambitab_gym import defaults
 from ambitab_gym.errors import EngineError
 from ambitab_gym.vocabulary import QUERY_ERROR_CATEGORIES, QueryErrorCategory, check
 
-__all__ = ["MAX_MESSAGE_CHARS", "Engine", "Limits", "QueryError", "QueryResult", "bounded_text"]
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "Engine",
+    "Limits",
+    "QueryError",
+    "QueryResult",
+    "bounded_text",
+    "process_alive",
+    "process_stat",
+]
 
 #: Longest engine or verdict message kept anywhere (verdict, log, results store).
 MAX_MESSAGE_CHARS = 1_000
@@ -123,3 +135,41 @@ class Engine(Protocol):
     def execute(self, sql: str, *, limits: Limits | None = None) -> QueryResult: ...
 
     def close(self) -> None: ...
+
+
+def process_stat(pid: int) -> tuple[str, str] | None:
+    """``(state, start time)`` of a process from ``/proc/<pid>/stat`` (fields 3 and 22; the
+    start time counts clock ticks since boot), or None where that file cannot be read (no such
+    process, a system without ``/proc``, ``hidepid``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            data = file.read()
+        # the command name (field 2) is in parentheses and may hold spaces and parentheses
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode("ascii"), fields[19].decode("ascii")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def process_alive(pid: int, start: str = "") -> bool:
+    """Whether process ``pid`` (started at ``start``, ``/proc``'s clock ticks, when known) still
+    runs: a zombie (killed, not yet reaped) is dead, and so is a pid now held by a process that
+    started at another time (pid reuse). Where ``/proc`` cannot tell (another system, another
+    user's process under ``hidepid``), a signal 0 decides; without ``start`` the pid decides."""
+    stat = process_stat(pid)
+    if stat is None:
+        return _pid_alive(pid)
+    state, started = stat
+    if state in ("Z", "X", "x"):
+        return False
+    return start in ("", "0") or started == start

@@ -64,7 +64,7 @@ from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ambitab_gym.errors import UsageError
-from ambitab_gym.verify.base import Limits, QueryError, QueryResult
+from ambitab_gym.verify.base import Limits, QueryError, QueryResult, process_alive
 from ambitab_gym.verify.postgres_loader import (
     SCRATCH_PREFIX,
     UnsafeServerSetup,
@@ -416,16 +416,6 @@ def _statement_guard(sql_text: str) -> str | tuple[QueryErrorCategory, str]:
     if lowest < 0 or final != 0:
         return ("syntax", "unbalanced parentheses in the SQL text")
     return statement
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _Connection(psycopg.Connection):
@@ -1132,7 +1122,7 @@ class PostgresEngine:
         ).fetchall()
         for (name,) in rows:
             pid = name[len(prefix) :].split("_", 1)[0]
-            if pid.isdigit() and not _pid_alive(int(pid)):
+            if pid.isdigit() and not process_alive(int(pid)):
                 with contextlib.suppress(psycopg.Error):
                     admin.execute(
                         sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(

@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from ambitab_gym.verify.base import Limits, QueryError, QueryResult
+from ambitab_gym.verify.base import Limits, QueryError, QueryResult, process_alive, process_stat
 from ambitab_gym.verify.worker import (
     SQLiteSession,
     WorkerSlot,
@@ -202,55 +202,17 @@ class SQLiteEngine:
 _HOST = socket.gethostname().replace(".", "_") or "host"
 
 
-def _process_stat(pid: int) -> tuple[str, str] | None:
-    """``(state, start time)`` of a process from ``/proc/<pid>/stat`` (fields 3 and 22; the
-    start time counts clock ticks since boot), or None where that file cannot be read (no such
-    process, a system without ``/proc``, ``hidepid``)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            data = file.read()
-        # the command name (field 2) is in parentheses and may hold spaces and parentheses
-        fields = data[data.rindex(b")") + 2 :].split()
-        return fields[0].decode("ascii"), fields[19].decode("ascii")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _builder_tag() -> str:
     """``<pid>-<start time>`` of this process: the pid and start time name a builder, so a
     later process that got the same pid is not taken for it ("0" where there is no
     ``/proc``)."""
     pid = os.getpid()
-    stat = _process_stat(pid)
+    stat = process_stat(pid)
     return f"{pid}-{stat[1] if stat else 0}"
 
 
 def _temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{_HOST}.{_builder_tag()}.{uuid.uuid4().hex[:8]}.tmp")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-def _builder_alive(pid: int, start: str) -> bool:
-    """Whether the builder ``<pid>-<start>`` still runs: a zombie (killed, not yet reaped) is
-    dead, and so is a pid now held by a process that started at another time (pid reuse).
-    Where ``/proc`` cannot tell (another system, another user's process under ``hidepid``),
-    a signal 0 decides; a name without a start time (older versions) is judged by its pid."""
-    stat = _process_stat(pid)
-    if stat is None:
-        return _pid_alive(pid)
-    state, started = stat
-    if state in ("Z", "X", "x"):
-        return False
-    return start in ("", "0") or started == start
 
 
 def sweep_stale_builds(path: str | Path) -> list[Path]:
@@ -282,7 +244,7 @@ def sweep_stale_builds(path: str | Path) -> list[Path]:
             if not entry.name.startswith(prefix) or ".tmp" not in entry.name:
                 continue
             pid, _, start = entry.name[len(prefix) :].split(".", 1)[0].partition("-")
-            if not pid.isdigit() or _builder_alive(int(pid), start):
+            if not pid.isdigit() or process_alive(int(pid), start):
                 continue
             with contextlib.suppress(OSError):
                 if entry.is_dir() and not entry.is_symlink():
