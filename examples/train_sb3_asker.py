@@ -52,7 +52,6 @@ from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-from torch import nn
 
 import ambitab_gym
 from ambitab_gym import registry
@@ -61,11 +60,11 @@ from ambitab_gym.integrations.sb3 import (
     MenuPolicy,
     evaluate_menu_policy,
     make_menu_env,
+    maskable_menu_policy,
     random_menu_policy,
 )
 from ambitab_gym.metrics import macro_means, score_episode
 from ambitab_gym.wrappers import agent_view
-from ambitab_gym.wrappers.menu import MenuLayout
 
 #: Every registered AmbiTab env id (the corpora and the procedural generator).
 ENV_IDS: tuple[str, ...] = tuple(registry.names("env"))
@@ -256,39 +255,6 @@ def _import_maskable_ppo() -> Any:
     except ImportError:
         raise SystemExit(SB3_CONTRIB_HINT) from None
     return MaskablePPO
-
-
-@functools.cache
-def maskable_menu_policy() -> type:
-    """``MenuPolicy``'s shared slot network as a sb3-contrib ``MaskableActorCriticPolicy``:
-    MaskablePPO then masks with the env's ``action_masks()`` (the network also masks the empty
-    slots its observation marks)."""
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-
-    class MaskableMenuPolicy(MaskableActorCriticPolicy):
-        def __init__(self, observation_space, action_space, lr_schedule, *, menu_hidden=64, **kw):
-            self.menu_hidden = int(menu_hidden)
-            self.menu_layout = MenuLayout(int(action_space.n))
-            if self.menu_layout.size != int(np.prod(observation_space.shape)):
-                raise ValueError("MaskableMenuPolicy needs the observations of a QuestionMenu env")
-            super().__init__(observation_space, action_space, lr_schedule, **kw)
-
-        # the same network as MenuPolicy: one logit per slot, no extra layer on top
-        _build_mlp_extractor = MenuPolicy._build_mlp_extractor
-
-        def _build(self, lr_schedule):
-            super()._build(lr_schedule)
-            self.action_net = nn.Identity()
-            nn.init.orthogonal_(self.mlp_extractor.score.weight, gain=0.01)
-            nn.init.zeros_(self.mlp_extractor.score.bias)
-            self.optimizer = self.optimizer_class(
-                self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
-            )
-
-        def _get_constructor_parameters(self):
-            return {**super()._get_constructor_parameters(), "menu_hidden": self.menu_hidden}
-
-    return MaskableMenuPolicy
 
 
 def make_model(args: argparse.Namespace, venv: Any) -> Any:

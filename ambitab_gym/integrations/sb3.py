@@ -3,7 +3,8 @@
 * :class:`MenuPolicy` - an ``ActorCriticPolicy`` that scores every menu slot with one shared
   network (so what it learns about a phrase carries over to other slots and other requests),
   masks empty slots, and pools the slots for the value. Use it as ``PPO(MenuPolicy, env)``;
-  plain ``"MlpPolicy"`` works too.
+  plain ``"MlpPolicy"`` works too. :func:`maskable_menu_policy` is the same network for
+  sb3-contrib's ``MaskablePPO``.
 * :func:`make_menu_env` - an AmbiTab env wrapped in ``QuestionMenu`` (for ``make_vec_env``),
   optionally with leakage wrappers below the menu (``wrappers=``).
 * :func:`evaluate_menu_policy` - one episode per record, question-F1/precision/recall.
@@ -15,6 +16,7 @@ Needs the ``sb3`` extra: ``pip install "ambitab-gym[sb3]"`` (stable-baselines3 w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,6 +40,7 @@ from ambitab_gym.wrappers.menu import MenuLayout, QuestionMenu
 
 __all__ = [
     "MenuPolicy",
+    "maskable_menu_policy",
     "evaluate_menu_policy",
     "make_menu_env",
     "random_menu_policy",
@@ -108,22 +111,9 @@ class _SlotScorer(nn.Module):
         return self._critic(context, hidden, valid)
 
 
-class MenuPolicy(ActorCriticPolicy):
-    """Actor-critic policy for ``QuestionMenu`` observations (layout read from the space).
-
-    Args:
-        observation_space, action_space, lr_schedule: as for ``ActorCriticPolicy``.
-        menu_hidden: width of the shared slot network.
-        **kwargs: passed on to ``ActorCriticPolicy``.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> from stable_baselines3 import PPO
-        >>> env = make_menu_env("AmbiTab-Bird-v0", n_slots=8)
-        >>> model = PPO(MenuPolicy, env, n_steps=16, batch_size=16, n_epochs=1, seed=0)
-        >>> model.policy.mlp_extractor.latent_dim_pi
-        8
-    """
+class _SlotNetwork:
+    """The menu policies' common part: the shared slot network, one logit per slot (mixed
+    into an SB3 actor-critic policy class, before it)."""
 
     def __init__(
         self,
@@ -135,7 +125,9 @@ class MenuPolicy(ActorCriticPolicy):
         **kwargs: Any,
     ) -> None:
         if not isinstance(action_space, gym.spaces.Discrete):
-            raise TypeError("MenuPolicy needs the Discrete actions of a QuestionMenu env")
+            raise TypeError(
+                f"{type(self).__name__} needs the Discrete actions of a QuestionMenu env"
+            )
         self.menu_hidden = int(menu_hidden)
         self.menu_layout = _layout_for(int(np.prod(observation_space.shape)))
         if self.menu_layout.n_slots != action_space.n:
@@ -162,6 +154,37 @@ class MenuPolicy(ActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data["menu_hidden"] = self.menu_hidden
         return data
+
+
+class MenuPolicy(_SlotNetwork, ActorCriticPolicy):
+    """Actor-critic policy for ``QuestionMenu`` observations (layout read from the space).
+
+    Args:
+        observation_space, action_space, lr_schedule: as for ``ActorCriticPolicy``.
+        menu_hidden: width of the shared slot network.
+        **kwargs: passed on to ``ActorCriticPolicy``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from stable_baselines3 import PPO
+        >>> env = make_menu_env("AmbiTab-Bird-v0", n_slots=8)
+        >>> model = PPO(MenuPolicy, env, n_steps=16, batch_size=16, n_epochs=1, seed=0)
+        >>> model.policy.mlp_extractor.latent_dim_pi
+        8
+    """
+
+
+@functools.cache
+def maskable_menu_policy() -> type:
+    """:class:`MenuPolicy`'s network as a sb3-contrib ``MaskableActorCriticPolicy``, for
+    ``MaskablePPO`` with the env's ``action_masks()`` (imports sb3-contrib, which the ``sb3``
+    extra installs)."""
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    class MaskableMenuPolicy(_SlotNetwork, MaskableActorCriticPolicy):
+        """:class:`MenuPolicy` for ``MaskablePPO``."""
+
+    return MaskableMenuPolicy
 
 
 def make_menu_env(
