@@ -83,3 +83,16 @@ def record(
 def contents(request: dict) -> str:
     """All message contents of a recorded request, joined."""
     return "\n".join(m["content"] for m in request["body"]["messages"])
+
+
+def play(env, asker, record_id: str, *, seed: int = 0) -> list:
+    """Play one episode of ``record_id`` with ``asker`` (reset with ``seed``); its actions."""
+    env.reset(seed=0, options={"record_id": record_id})
+    asker.reset(seed=seed)
+    actions = []
+    while True:
+        action = asker.act(env.public_view)
+        actions.append(action)
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            return actions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from llm_helpers import contents
+from llm_helpers import contents, play
 
 from ambitab_gym import AmbiTabEnv, load_corpus, parse_action
 from ambitab_gym.llm import LLMMalformedResponse
@@ -30,24 +30,12 @@ def asker_prompts(server) -> list[dict]:
     return [r for r in server.requests() if ROLE_MARKERS["asker"] in contents(r)]
 
 
-def play(env, asker, record_id=RECORD, seed=7):
-    env.reset(seed=0, options={"record_id": record_id})
-    asker.reset(seed=seed)
-    actions = []
-    while True:
-        action = asker.act(env.public_view)
-        actions.append(action)
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return actions
-
-
 @pytest.mark.parametrize("strategy", ASKER_STRATEGIES)
 def test_each_strategy_asks_then_stops(serve, make_client, strategy):
     server = serve(role_rules(QUESTIONS))
     asker = make_llm_asker(f"llm:{strategy}", make_client(server.url))
     env = AmbiTabEnv("AmbiTab-Bird-v0", record_ids=[RECORD])
-    actions = play(env, asker)
+    actions = play(env, asker, RECORD, seed=7)
     assert [parse_action(a).kind for a in actions] == ["question", "question", "stop"]
     assert json.loads(actions[-1]) == {"type": "done", "output": None}
     trajectory = env.trajectory
@@ -69,7 +57,7 @@ def test_budget_ends_a_talkative_asker(serve, make_client):
     server = serve(role_rules([f"Question {i}?" for i in range(10)]))
     asker = make_llm_asker("checklist-ledger", make_client(server.url))
     env = AmbiTabEnv("AmbiTab-Bird-v0", record_ids=[RECORD])
-    play(env, asker)
+    play(env, asker, RECORD, seed=7)
     assert env.trajectory.stop_reason == "budget"
     assert env.trajectory.n_questions == 4 == len(asker_prompts(server))
 
@@ -173,7 +161,7 @@ def test_full_llm_episode_through_env_step(serve, make_client):
         solver=make_llm_solver(client),
         reward="outcome",
     )
-    _ = play(env, make_llm_asker("checklist-ledger", client))
+    _ = play(env, make_llm_asker("checklist-ledger", client), RECORD, seed=7)
     trajectory = env.trajectory
     assert [(t.question, t.answer) for t in trajectory.turns] == [
         (QUESTIONS[0], "The five biggest spenders.")

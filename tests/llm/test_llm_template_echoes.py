@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from llm_helpers import contents, record
+from llm_helpers import contents, play, record
 
 from ambitab_gym import AmbiTabEnv
 from ambitab_gym.evaluation import CampaignConfig, run_campaign
@@ -180,25 +180,13 @@ def test_a_real_answer_with_brackets_is_still_an_answer():
 # -- the parts count them as their unreadable replies ---------------------------------------
 
 
-def play(env, asker, record_id=RECORD):
-    env.reset(seed=0, options={"record_id": record_id})
-    asker.reset(seed=0)
-    actions = []
-    while True:
-        action = asker.act(env.public_view)
-        actions.append(action)
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return actions
-
-
 @pytest.mark.parametrize("strategy", ASKER_STRATEGIES)
 def test_an_asker_echo_is_a_counted_fallback_stop_in_an_episode(serve, make_client, strategy):
     # one real question, then the format's placeholder as the second question
     server = serve(role_rules([QUESTION, "<your one question>"]))
     asker = make_llm_asker(f"llm:{strategy}", make_client(server.url))
     env = AmbiTabEnv("AmbiTab-Bird-v0", record_ids=[RECORD])
-    actions = play(env, asker)
+    actions = play(env, asker, RECORD)
     assert actions[-1] == FALLBACK_STOP
     assert [t.question for t in env.trajectory.turns] == [QUESTION]  # the echo was not asked
     assert env.trajectory.stop_reason == "fallback"
