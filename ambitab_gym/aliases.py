@@ -18,6 +18,7 @@ with :func:`alias_problem`.
   ambiguity of the same task uses.
 * :func:`alias_problem` - why a phrase cannot be an alias of an ambiguity, or None.
 * :data:`GENERIC_NAMES` - schema words that say nothing on their own ("id", "name", "value").
+* :data:`AGGREGATE_WORDS` - the words of an aggregate, by its SQL function name.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from collections.abc import Iterable, Sequence
 import sqlglot
 from sqlglot import exp
 
-from ambitab_gym.terms import STOP_WORDS, lemma, words
+from ambitab_gym.terms import STOP_WORDS, lemma, term_problem, words
 
 __all__ = [
+    "AGGREGATE_WORDS",
     "GENERIC_NAMES",
     "alias_problem",
     "attachment_aliases",
@@ -63,6 +65,10 @@ _AGGREGATES: dict[type, tuple[str, ...]] = {
     exp.Count: ("count", "number of"),
     exp.Max: ("maximum", "highest", "largest"),
     exp.Min: ("minimum", "lowest", "smallest"),
+}
+#: The words of each aggregate by its SQL function name ("AVG": "mean", "average").
+AGGREGATE_WORDS: dict[str, tuple[str, ...]] = {
+    name: found for kind, found in _AGGREGATES.items() for name in kind.sql_names()
 }
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -250,7 +256,8 @@ def alias_problem(alias: str, *, others: Iterable[str] = ()) -> str | None:
     """Why a phrase cannot be an alias of an ambiguity, or None when it can.
 
     ``"empty"``; ``"stop_word"`` (only function words, which every question contains);
-    ``"generic"`` (only :data:`GENERIC_NAMES` and function words); ``"other_ambiguity"`` (it
+    ``"generic"`` (only :data:`GENERIC_NAMES` and function words); ``"sql_keyword"`` (only
+    SQL keywords, which a record may not name: "sum"); ``"other_ambiguity"`` (it
     names, or is named by, a name of another ambiguity of the same task, given in ``others``).
     ``"in common"`` is kept: a scope cue.
 
@@ -258,8 +265,8 @@ def alias_problem(alias: str, *, others: Iterable[str] = ()) -> str | None:
     (None, 'stop_word', 'generic')
     >>> alias_problem("given name") is None  # "given" as written is no function word
     True
-    >>> alias_problem("region", others=["sales region"]), alias_problem("both")
-    ('other_ambiguity', 'stop_word')
+    >>> alias_problem("region", others=["sales region"]), alias_problem("both"), alias_problem("sum")
+    ('other_ambiguity', 'stop_word', 'sql_keyword')
     """
     lemmas = _lemmas(alias)
     if not lemmas:
@@ -271,6 +278,8 @@ def alias_problem(alias: str, *, others: Iterable[str] = ()) -> str | None:
         return "stop_word"
     if all(x in GENERIC_NAMES or y in STOP_WORDS for x, y in zip(lemmas, written, strict=False)):
         return "generic"
+    if term_problem(alias) == "sql_keyword":
+        return "sql_keyword"  # "sum": validate refuses the record
     for other in others:
         theirs = _lemmas(other)
         if theirs and (_contains(theirs, lemmas) or _contains(lemmas, theirs)):

@@ -32,7 +32,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ambitab_gym.aliases import GENERIC_NAMES, clean_aliases, natural_name, sql_names
+from ambitab_gym.aliases import (
+    AGGREGATE_WORDS,
+    GENERIC_NAMES,
+    clean_aliases,
+    natural_name,
+    sql_names,
+)
 from ambitab_gym.convert.common import (
     MALFORMED,
     BuildError,
@@ -200,10 +206,12 @@ _STATISTICS = frozenset(
     {"average", "mean", "median", "total", "sum", "number", "count", "maximum", "minimum"}
     | {"highest", "lowest", "largest", "smallest", "biggest", "overall"}
 )
-#: The computations a hint spells as calls, in the words a person asks about them with.
+#: The computations a hint spells as calls ("AVG(", "SUM(", a percentage), and their words.
 _COMPUTATIONS = (
-    (re.compile(r"\bAVG\s*\(", re.IGNORECASE), ("average",)),  # not "mean": "what do you mean"
-    (re.compile(r"\bSUM\s*\(", re.IGNORECASE), ("total",)),  # "sum" is an SQL keyword
+    *(
+        (re.compile(rf"\b{name}\s*\(", re.IGNORECASE), AGGREGATE_WORDS[name])
+        for name in ("AVG", "SUM")
+    ),
     (
         re.compile(r"\bDIVIDE\s*\(.*(?:\*\s*100|100\s*\))|\bMULTIPLY\s*\(.*100", re.IGNORECASE),
         ("percentage", "percent", "share"),
@@ -259,10 +267,10 @@ def hint_aliases(term: str, hints: list[str], sql: str | None = None) -> list[st
     ...              "SELECT COUNT(*) FROM atom WHERE element = 'f'")
     ['element']
     >>> hint_aliases("average number of oxygen atoms", ["average number of oxygen atom = AVG(element = 'o')"])
-    ['element', 'average']
+    ['element', 'mean', 'average']
     >>> hint_aliases("average height of the superheroes",
     ...              ["average height of the superheroes refers to AVG(height_cm)"])
-    ['height cm', 'average', 'height']
+    ['height cm', 'mean', 'average', 'height']
     >>> hint_aliases("hometown county", ["hometown county refers to county"])
     ['county']
     >>> hint_aliases("Dark Horse Comics", ["Dark Horse Comics refers to publisher_name = 'Dark Horse Comics'"])
