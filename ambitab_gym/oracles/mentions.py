@@ -153,6 +153,9 @@ _CONFIRMATION = re.compile(
     re.IGNORECASE,
 )
 
+#: Words before "mean" that make it the verb ("do you mean", "I mean", "to mean").
+_MEAN_AS_VERB = frozenset(["you", "i", "we", "they", "do", "to", "would", "will", "does", "did"])
+
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|`([^`]+)`|(?<!\w)'([^']+)'(?!\w)")
 _FUNCTION_LEMMAS = frozenset(lemma(w) for w in STOP_WORDS - INSTRUCTION_VERBS) | (
     STOP_WORDS - INSTRUCTION_VERBS
@@ -385,6 +388,8 @@ def _scan(text: str, index: NameIndex, asked: bool) -> tuple[Mention, ...]:
 
     for name in index.names:
         for a, b, start, end in _spans(text, tokens, name):
+            if name.lemmas[:1] == ("mean",) and a and lemmas[a - 1] in _MEAN_AS_VERB:
+                continue  # "what do you mean by ...": the verb, not the statistic
             quote = next((q for q in quotes if q[0] <= a and b <= q[1]), None)
             if asked and index.request and name.in_request:
                 # the asker's own short quote picks out what it asks about ("What is

@@ -119,3 +119,16 @@ def test_named_in_has_no_restatement_rule():
 def test_function_word_names_are_ignored():
     index = name_index((("a", ("the", "of the")),), "Show the list of the staff.")
     assert index.names == ()
+
+
+def test_mean_the_verb_is_not_mean_the_statistic():
+    # a mean/median ambiguity beside a vague one: "what do you mean by" asks about the vague
+    # word, "the mean or the median" about the statistic (the earliest name would win if the
+    # verb counted)
+    request = "Which towns have a long commute time, and what is the typical commute?"
+    names = (("long", ("long commute",)), ("typical", ("typical commute", "mean", "median")))
+    index = name_index(names, request)
+    assert credited("What do you mean by a long commute?", index) == "long"
+    assert credited("Would you mean a long commute of over an hour?", index) == "long"
+    assert credited("Should the typical commute be the mean or the median?", index) == "typical"
+    assert credited("The mean, or the median commute time?", index) == "typical"
